@@ -1,0 +1,1 @@
+"""Capture containers: files that hold physical messages (IBM MQ text dumps, ...)."""

@@ -1,0 +1,300 @@
+"""IBM MQ ``dmpmqmsg`` (formerly qload, SupportPac MO03) text dumps: read and write.
+
+Format (ibm-messaging/mq-q-qload, src/qloadfnc.c):
+
+* ``*`` lines are comments (``* QLOAD Version:...``, ``* Index n``); empty lines are skipped.
+* A message is a run of ``A XXX value`` attribute lines (or one ``N`` line: no descriptor),
+  then one or more data lines; it ends at the next ``A``/``N`` line or at the end of file.
+* Attribute code in columns 2-4, value from column 6; a value-less line keeps the default.
+* Data lines: ``X`` hex (any width, optional ``<ascii>`` column after the hex),
+  ``S "..."`` raw characters with ``~`` escapes (``~"`` and ``~~``), ``T`` text plus a newline.
+
+The reader is stricter than IBM's about junk (bad hex, unknown codes, out-of-place lines all
+raise ``DumpSyntaxError`` with file and byte offset) and more tolerant about layout: CRLF line
+ends, whitespace-only lines, files without the header line.
+"""
+from __future__ import annotations
+
+import re
+import time
+from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from ..errors import DumpSyntaxError, Location, TruncatedError
+from ..messages import PhysicalMessage
+from ..mq.mqmd import FIELDS_BY_DUMP_CODE, MQMD_FIELDS, Descriptor
+
+DEFAULT_DATA_WIDTH = 25  # bytes per X line, as dmpmqmsg writes by default
+STRING_ESCAPE = ord("~")
+_INDEX_COMMENT = re.compile(rb"^\*\s*Index\s+(\d+)")
+_HEX_RUN = re.compile(rb"[0-9A-Fa-f]*")
+
+
+class _MessageRecord:
+    """A message being collected from the dump lines."""
+
+    __slots__ = ("start", "attributes", "has_descriptor", "data_parts", "hex_lines")
+
+    def __init__(self, start: int, has_descriptor: bool):
+        self.start = start
+        self.attributes: dict = {}
+        self.has_descriptor = has_descriptor
+        self.data_parts: List[bytes] = []
+        self.hex_lines: List[Tuple[int, bytes]] = []  # (file offset, hex) for error reporting
+
+    @property
+    def has_data(self) -> bool:
+        return bool(self.data_parts)
+
+
+def _lines(data: bytes) -> Iterator[Tuple[int, bytes]]:
+    """(byte offset, line without its line end) for every line."""
+    offset = 0
+    for raw in data.split(b"\n"):
+        line = raw[:-1] if raw.endswith(b"\r") else raw
+        yield offset, line
+        offset += len(raw) + 1
+
+
+def _parse_int(value: bytes, where: Location, code: str) -> int:
+    text = value.strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise DumpSyntaxError(f"attribute {code} has value {text[:40]!r}, not a decimal integer",
+                              where) from None
+
+
+def _parse_hex_field(value: bytes, size: int, default: bytes, where: Location, code: str) -> bytes:
+    digits = value.strip()
+    if len(digits) % 2 or _HEX_RUN.fullmatch(digits) is None:
+        raise DumpSyntaxError(f"attribute {code} has value {digits[:60]!r}, not an even run of hex digits",
+                              where)
+    raw = bytes.fromhex(digits.decode("ascii"))
+    if len(raw) > size:
+        raise DumpSyntaxError(f"attribute {code} holds {len(raw)} bytes, the field has {size}", where)
+    return raw + default[len(raw):]
+
+
+def _parse_attribute(record: _MessageRecord, line: bytes, where: Location) -> None:
+    if len(line) < 5:
+        raise DumpSyntaxError(f"attribute line {line!r} is too short to name an attribute", where)
+    code = line[2:5].decode("latin-1")
+    field = FIELDS_BY_DUMP_CODE.get(code)
+    if field is None:
+        raise DumpSyntaxError(f"unknown attribute code {code!r}", where)
+    if len(line) < 7:  # no value: the field keeps its MQMD default
+        return
+    value = line[6:]
+    size = int(field.code[:-1]) if field.kind != "int" else 4
+    if field.kind == "int":
+        parsed = _parse_int(value, where, code)
+    elif field.kind == "hex" and code not in ("AID", "AOD"):
+        parsed = _parse_hex_field(value, size, field.default, where, code)
+    else:
+        raw = value[:size]
+        if len(value) > size and value[size:].strip():
+            raise DumpSyntaxError(f"attribute {code} is {len(value)} characters, the field has {size}", where)
+        raw = raw.ljust(size, b" ")
+        parsed = raw if field.kind == "hex" else raw.decode("latin-1")
+    record.attributes[field.name] = parsed
+
+
+def _parse_string_line(line: bytes, where: Location) -> bytes:
+    body = line[1:].lstrip(b" ")
+    if not body:
+        return b""
+    if body[:1] != b'"':
+        # IBM's reader drops the last character of an unquoted S line (a bug); we keep it.
+        return body.rstrip(b" ")
+    out = bytearray()
+    i, n = 1, len(body)
+    while i < n:
+        c = body[i]
+        if c == STRING_ESCAPE:
+            if i + 1 >= n or body[i + 1] not in (ord('"'), STRING_ESCAPE):
+                raise DumpSyntaxError("bad escape sequence in S line: only ~\" and ~~ are allowed", where)
+            out.append(body[i + 1])
+            i += 2
+        elif c == ord('"'):
+            return bytes(out)
+        else:
+            out.append(c)
+            i += 1
+    raise DumpSyntaxError('S line has no closing " character', where)
+
+
+def _hex_of_x_line(line: bytes) -> bytes:
+    body = line[1:].lstrip(b" ")
+    end = body.find(b" ")
+    hex_part = body if end < 0 else body[:end]
+    if hex_part.endswith(b"<"):  # an ASCII column glued to the hex
+        hex_part = hex_part[:-1]
+    return hex_part
+
+
+def _finish(record: _MessageRecord, source: str, index: int, end: int) -> PhysicalMessage:
+    payload = b"".join(record.data_parts)
+    descriptor = Descriptor(**record.attributes) if record.has_descriptor else None
+    return PhysicalMessage(descriptor, payload, source, index, record.start, end)
+
+
+def _decode_hex(hex_lines: List[Tuple[int, bytes]], source: str, index: int, start: int) -> bytes:
+    # All the X lines of a run are decoded at once; a bad line is located only on failure.
+    try:
+        return bytes.fromhex(b"".join(h for _, h in hex_lines).decode("ascii"))
+    except (ValueError, UnicodeDecodeError):
+        for offset, h in hex_lines:
+            if len(h) % 2 or _HEX_RUN.fullmatch(h) is None:
+                raise DumpSyntaxError(f"X line holds {h[:60]!r}, not an even run of hex digits",
+                                      Location(source, index, offset)) from None
+        raise DumpSyntaxError("X lines hold invalid hex", Location(source, index, start)) from None
+
+
+def parse_dump(data: bytes, source: str, base_offset: int = 0,
+               first_index: int = 0) -> Iterator[PhysicalMessage]:
+    """Physical messages of a dmpmqmsg text dump held in ``data``.
+
+    ``base_offset``/``first_index`` place a slice of a larger file: offsets and indexes
+    in the result and in errors are then those of the whole file.
+    """
+    record: Optional[_MessageRecord] = None
+    index = first_index
+    last_line_start = base_offset
+
+    def flush_hex() -> None:
+        if record is not None and record.hex_lines:
+            record.data_parts.append(_decode_hex(record.hex_lines, source, index, record.start))
+            record.hex_lines = []
+
+    def finish(end: int) -> PhysicalMessage:
+        flush_hex()
+        if not record.has_data:
+            raise TruncatedError("message has attribute lines but no data lines",
+                                 Location(source, index, record.start))
+        return _finish(record, source, index, end)
+
+    for rel, line in _lines(data):
+        offset = base_offset + rel
+        if not line.strip():
+            continue
+        tag = line[:1]
+        if tag == b"*":
+            continue
+        if tag in (b"A", b"N"):
+            if record is not None and (record.has_data or record.hex_lines):
+                yield finish(last_line_start)
+                index += 1
+                record = None
+            if record is None:
+                record = _MessageRecord(offset, has_descriptor=(tag == b"A"))
+            elif tag == b"N":
+                raise DumpSyntaxError("N line inside a message's attribute lines",
+                                      Location(source, index, offset))
+            if tag == b"A":
+                _parse_attribute(record, line, Location(source, index, offset))
+                record.has_descriptor = True
+            last_line_start = offset + len(line)
+            continue
+        if tag in (b"X", b"S", b"T"):
+            if record is None:
+                raise DumpSyntaxError(f"{tag.decode()} data line before any A or N line",
+                                      Location(source, index, offset))
+            if tag == b"X":
+                record.hex_lines.append((offset, _hex_of_x_line(line)))
+            else:
+                flush_hex()
+                if tag == b"S":
+                    record.data_parts.append(_parse_string_line(line, Location(source, index, offset)))
+                else:
+                    record.data_parts.append(line[2:] + b"\n")
+            last_line_start = offset + len(line)
+            continue
+        raise DumpSyntaxError(f"line starts with {line[:10]!r}: not a comment, attribute or data line",
+                              Location(source, index, offset))
+    if record is not None:
+        yield finish(base_offset + len(data))
+
+
+def read_dump(path: str) -> Iterator[PhysicalMessage]:
+    """Physical messages of the dump file at ``path``."""
+    with open(path, "rb") as f:
+        data = f.read()
+    yield from parse_dump(data, path)
+
+
+def read_dump_messages(path: str, spans: Sequence[Tuple[int, int, int]]) -> Iterator[PhysicalMessage]:
+    """Re-read chosen messages of a dump, given (index, file_offset, file_end) of each."""
+    with open(path, "rb") as f:
+        for index, start, end in spans:
+            f.seek(start)
+            chunk = f.read(end - start)
+            found = list(parse_dump(chunk, path, base_offset=start, first_index=index))
+            if len(found) != 1:
+                raise DumpSyntaxError(f"expected one message between byte offsets {start} and {end}, "
+                                      f"found {len(found)}: the file changed since it was planned",
+                                      Location(path, index, start))
+            yield found[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def _attribute_lines(descriptor: Descriptor) -> Iterator[bytes]:
+    version = descriptor.version
+    for field in MQMD_FIELDS:
+        if field.dump_code is None or (field.version > 1 and version < 2):
+            continue
+        if field.dump_code == "VER" and version < 2:
+            continue  # dmpmqmsg writes VER only for version-2 descriptors
+        value = getattr(descriptor, field.name)
+        if field.kind == "int":
+            text = str(int(value)).encode("ascii")
+        elif field.kind == "hex":
+            text = bytes(value).hex().upper().encode("ascii")
+        else:
+            text = value.encode("latin-1").split(b"\0", 1)[0]
+        yield b"A " + field.dump_code.encode("ascii") + b" " + text
+
+
+def _data_lines(payload: bytes, width: int) -> Iterator[bytes]:
+    if not payload:
+        yield b"X "
+        return
+    for at in range(0, len(payload), width):
+        yield b"X " + payload[at:at + width].hex().upper().encode("ascii")
+
+
+def dump_header(queue_manager: str = "", queue: str = "", created: Optional[str] = None) -> bytes:
+    created = created or time.strftime("%a %b %d %H:%M:%S %Y")
+    lines = [f"* QLOAD Version:8.0 Created:{created}"]
+    if queue_manager:
+        lines.append(f"* Qmgr  = {queue_manager}")
+    if queue:
+        lines.append(f"* Queue = {queue}")
+    return ("\n".join(lines) + "\n\n").encode("latin-1")
+
+
+def format_message(descriptor: Optional[Descriptor], payload: bytes, index: Optional[int] = None,
+                   data_width: int = DEFAULT_DATA_WIDTH) -> bytes:
+    """One message record as dmpmqmsg writes it (with ``-di`` when ``index`` is given)."""
+    lines: List[bytes] = []
+    if index is not None:
+        lines.append(b"* Index %d" % index)
+    if descriptor is None:
+        lines.append(b"N")
+    else:
+        lines.extend(_attribute_lines(descriptor))
+    lines.extend(_data_lines(payload, data_width))
+    return b"\n".join(lines) + b"\n\n"
+
+
+def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[Descriptor], bytes]], *,
+               queue_manager: str = "", queue: str = "", created: Optional[str] = None,
+               data_width: int = DEFAULT_DATA_WIDTH, with_index: bool = True) -> int:
+    """Write a complete dump; returns the number of messages written."""
+    out.write(dump_header(queue_manager, queue, created))
+    count = 0
+    for count, (descriptor, payload) in enumerate(messages, start=1):
+        out.write(format_message(descriptor, payload, count if with_index else None, data_width))
+    return count

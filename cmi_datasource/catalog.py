@@ -1,0 +1,254 @@
+"""What a load sees: the capture files, their messages, the attachments, and views over them.
+
+This is the Spark-free API: ``Capture.open(paths).dataset_table()`` gives the same rows
+as ``spark.read.format("cmi").load(paths)``, and the Spark layer plans its partitions
+from the ``AttachmentPlan`` objects made here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+
+from .capture.paths import resolve_paths
+from .capture.readers import MessageSpan, read_capture, read_spans, span_of
+from .charsets import code_page
+from .cmi.assembly import Assembly, Attachment, assemble, message_code_page
+from .cmi.header import ATTACHMENT_DATASET, ATTACHMENT_TEXT_FILE
+from .cmi.wire import WireFormat
+from .errors import CmiFormatError, CmiOptionError, IncompleteAttachmentError
+from .messages import PhysicalMessage
+from .mq.mqmd import MSGTYPE_CMI_SUBORDINATE
+from .payload.external_file import read_external_file
+from .payload.sas_dataset import (DEFAULT_BATCH_ROWS, DatasetLayout, arrow_schema, iter_observation_batches,
+                                  read_layout, record_type_of)
+
+DEFAULT_CCSID = 1208
+
+
+@dataclass(frozen=True)
+class AttachmentPlan:
+    """Everything read() needs to decode one attachment, small enough to pickle."""
+
+    key_hex: str
+    kind: str
+    name: str
+    wire: WireFormat
+    spans: Tuple[MessageSpan, ...]  # sequenced messages 1..N
+    default_ccsid: int
+    observations: int = 0
+
+    def messages(self) -> List[PhysicalMessage]:
+        return list(read_spans(self.spans))
+
+
+def _codepage_reader(default_ccsid: int):
+    return lambda message: message_code_page(message, default_ccsid)
+
+
+def dataset_batches(plan: AttachmentPlan, batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
+                    first_row: int = 0, last_row: Optional[int] = None,
+                    messages: Optional[Sequence[PhysicalMessage]] = None) -> Iterator[pa.RecordBatch]:
+    messages = plan.messages() if messages is None else messages
+    codepage_of = _codepage_reader(plan.default_ccsid)
+    layout, stream = read_layout(messages, plan.wire, codepage_of)
+    yield from iter_observation_batches(layout, stream, codepage_of(messages[0]), batch_rows, temporal,
+                                        first_row, last_row)
+
+
+# ------------------------------------------------------------------------------------------
+# View schemas: one place; the Spark layer derives its StructTypes from these.
+
+ATTACHMENTS_SCHEMA = pa.schema([
+    ("attachment", pa.string()), ("kind", pa.string()), ("name", pa.string()),
+    ("description", pa.string()), ("complete", pa.bool_()), ("expected_messages", pa.int64()),
+    ("found_messages", pa.int64()), ("observations", pa.int64()), ("variables", pa.int64()),
+    ("label", pa.string()), ("message", pa.binary()), ("problem", pa.string()), ("source", pa.string()),
+])
+VARIABLES_SCHEMA = pa.schema([
+    ("dataset", pa.string()), ("attachment", pa.string()), ("position", pa.int32()), ("name", pa.string()),
+    ("type", pa.string()), ("length", pa.int32()), ("format", pa.string()), ("informat", pa.string()),
+    ("label", pa.string()),
+])
+FILES_SCHEMA = pa.schema([
+    ("attachment", pa.string()), ("name", pa.string()), ("kind", pa.string()), ("lrecl", pa.int64()),
+    ("size", pa.int64()), ("content", pa.binary()), ("text", pa.string()),
+])
+MESSAGES_SCHEMA = pa.schema([
+    ("source", pa.string()), ("index", pa.int64()), ("offset", pa.int64()), ("msg_type", pa.int32()),
+    ("msg_id", pa.string()), ("correl_id", pa.string()), ("encoding", pa.int32()), ("ccsid", pa.int32()),
+    ("format", pa.string()), ("put_date", pa.string()), ("put_time", pa.string()),
+    ("group_id", pa.string()), ("msg_seq_number", pa.int32()), ("msg_offset", pa.int32()),
+    ("msg_flags", pa.int32()), ("role", pa.string()), ("attachment", pa.string()),
+    ("sequence", pa.int64()), ("record_type", pa.int32()), ("length", pa.int64()),
+])
+VIEW_SCHEMAS = {"attachments": ATTACHMENTS_SCHEMA, "variables": VARIABLES_SCHEMA, "files": FILES_SCHEMA,
+                "messages": MESSAGES_SCHEMA}
+
+
+def _hex(raw: Optional[bytes]) -> Optional[str]:
+    return raw.hex().upper() if raw is not None else None
+
+
+@dataclass
+class Capture:
+    paths: List[str]
+    messages: List[PhysicalMessage]
+    assembly: Assembly
+    default_ccsid: int = DEFAULT_CCSID
+    _layouts: Dict[bytes, object] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, paths: Iterable[str], default_ccsid: int = DEFAULT_CCSID) -> "Capture":
+        if isinstance(paths, str):
+            paths = [paths]
+        files = resolve_paths(paths)
+        messages = [m for path in files for m in read_capture(path)]
+        return cls(files, messages, assemble(messages, default_ccsid), default_ccsid)
+
+    @property
+    def attachments(self) -> List[Attachment]:
+        return self.assembly.attachments
+
+    # -- plans ------------------------------------------------------------------------------
+
+    def plan(self, att: Attachment) -> AttachmentPlan:
+        messages = att.ordered_messages()
+        layout = self.layout(att) if att.entry.attachment_type == ATTACHMENT_DATASET else None
+        return AttachmentPlan(att.key_hex, att.entry.kind, att.entry.name, att.header.wire,
+                              tuple(span_of(m) for m in messages), self.default_ccsid,
+                              layout.observations if layout else 0)
+
+    def layout(self, att: Attachment) -> DatasetLayout:
+        """Dataset definitions of a complete dataset attachment (cached); raises on bad layouts."""
+        cached = self._layouts.get(att.key)
+        if isinstance(cached, CmiFormatError):
+            raise cached
+        if cached is None:
+            try:
+                cached, _ = read_layout(att.ordered_messages(), att.header.wire,
+                                        _codepage_reader(self.default_ccsid))
+            except CmiFormatError as e:
+                self._layouts[att.key] = e
+                raise
+            self._layouts[att.key] = cached
+        return cached
+
+    # -- selection --------------------------------------------------------------------------
+
+    def _describe(self, atts: Sequence[Attachment]) -> str:
+        return "; ".join(f"{a.entry.name} (attachment {a.key_hex}, "
+                         f"{'complete' if a.complete else 'incomplete'})" for a in atts)
+
+    def select_datasets(self, dataset: Optional[str] = None, attachment: Optional[str] = None) -> List[Attachment]:
+        """The dataset attachments a default-view read returns (several only when unionable)."""
+        datasets = [a for a in self.attachments if a.entry.attachment_type == ATTACHMENT_DATASET]
+        if attachment:
+            wanted = attachment.strip().upper()
+            chosen = [a for a in self.attachments if a.key_hex == wanted]
+            if not chosen:
+                raise CmiOptionError(f"no attachment {wanted} in {self.paths}; attachments: "
+                                     f"{self._describe(self.attachments)}")
+            if chosen[0].entry.attachment_type != ATTACHMENT_DATASET:
+                raise CmiOptionError(f"attachment {wanted} is an external file; read it with "
+                                     f"option('view', 'files')")
+        elif dataset:
+            wanted = dataset.strip().upper()
+            chosen = [a for a in datasets if a.entry.name == wanted
+                      or ("." not in wanted and a.entry.name.split(".", 1)[-1] == wanted)]
+            if not chosen:
+                raise CmiOptionError(f"no dataset {wanted} in {self.paths}; datasets: {self._describe(datasets)}")
+        else:
+            if not datasets:
+                raise CmiOptionError(f"no SAS dataset attachments in {self.paths} "
+                                     f"({len(self.attachments)} attachments, {len(self.messages)} messages); "
+                                     f"see option('view', 'attachments') or option('view', 'messages')")
+            chosen = [a for a in datasets if a.complete] or datasets
+        for a in chosen:
+            a.ordered_messages()  # IncompleteAttachmentError for an incomplete selection
+        schemas = [arrow_schema(self.layout(a)) for a in chosen]
+        if any(not s.equals(schemas[0], check_metadata=True) for s in schemas[1:]):
+            raise CmiOptionError(
+                "several datasets with different variables; choose one with option('dataset', 'LIB.MEMBER') "
+                f"or option('attachment', '<key>'): {self._describe(chosen)}")
+        return chosen
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def dataset_table(self, dataset: Optional[str] = None, attachment: Optional[str] = None,
+                      temporal: bool = True) -> pa.Table:
+        chosen = self.select_datasets(dataset, attachment)
+        schema = arrow_schema(self.layout(chosen[0]), temporal)
+        batches = [b for a in chosen for b in dataset_batches(self.plan(a), temporal=temporal,
+                                                               messages=a.ordered_messages())]
+        return pa.Table.from_batches(batches, schema=schema)
+
+    def attachments_table(self) -> pa.Table:
+        rows = []
+        for a in self.attachments:
+            observations = variables = label = None
+            problem = None if a.complete else a.why_incomplete()
+            if a.complete and a.entry.attachment_type == ATTACHMENT_DATASET:
+                try:
+                    layout = self.layout(a)
+                    observations, variables = layout.observations, len(layout.variables)
+                    label = layout.definition.label
+                except CmiFormatError as e:
+                    problem = str(e)
+            rows.append({
+                "attachment": a.key_hex, "kind": a.entry.kind, "name": a.entry.name,
+                "description": a.entry.description, "complete": a.complete, "expected_messages": a.expected,
+                "found_messages": len(a.sequenced), "observations": observations, "variables": variables,
+                "label": label, "message": a.application.payload if a.application else None,
+                "problem": problem, "source": a.header_message.source,
+            })
+        return pa.Table.from_pylist(rows, schema=ATTACHMENTS_SCHEMA)
+
+    def variables_table(self) -> pa.Table:
+        rows = []
+        for a in self.attachments:
+            if a.entry.attachment_type != ATTACHMENT_DATASET or not a.complete:
+                continue
+            for position, v in enumerate(self.layout(a).variables, start=1):
+                rows.append({"dataset": a.entry.name, "attachment": a.key_hex, "position": position,
+                             "name": v.name, "type": v.sas_type, "length": v.length, "format": v.format,
+                             "informat": v.informat, "label": v.label})
+        return pa.Table.from_pylist(rows, schema=VARIABLES_SCHEMA)
+
+    def file_attachments(self) -> List[Attachment]:
+        return [a for a in self.attachments if a.entry.attachment_type != ATTACHMENT_DATASET]
+
+
+def files_table(plans: Sequence[AttachmentPlan]) -> pa.Table:
+    rows = []
+    for plan in plans:
+        messages = plan.messages()
+        f = read_external_file(messages, plan.wire, plan.kind == "text")
+        codepage = message_code_page(messages[0], plan.default_ccsid)
+        rows.append({"attachment": plan.key_hex, "name": plan.name, "kind": plan.kind, "lrecl": f.lrecl,
+                     "size": f.declared_size, "content": f.content, "text": f.text(codepage)})
+    return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)
+
+
+def messages_table(messages: Sequence[PhysicalMessage], assembly: Assembly,
+                   dataset_keys: Iterable[bytes] = ()) -> pa.Table:
+    dataset_keys = set(dataset_keys)
+    rows = []
+    for m in messages:
+        d = m.descriptor
+        role, key, sequence = assembly.role_of(m)
+        record_type = None
+        if key in dataset_keys and sequence and len(m.payload) >= 4:
+            record_type = record_type_of(m)
+        row = {"source": m.source, "index": m.index, "offset": m.file_offset, "role": role,
+               "attachment": _hex(key), "sequence": sequence, "record_type": record_type,
+               "length": len(m.payload)}
+        if d is not None:
+            row.update({"msg_type": d.msg_type, "msg_id": _hex(d.msg_id), "correl_id": _hex(d.correl_id),
+                        "encoding": d.encoding, "ccsid": d.ccsid, "format": d.format,
+                        "put_date": d.put_date, "put_time": d.put_time, "group_id": _hex(d.group_id),
+                        "msg_seq_number": d.msg_seq_number, "msg_offset": d.offset,
+                        "msg_flags": d.msg_flags})
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=MESSAGES_SCHEMA)

@@ -1,0 +1,1 @@
+"""SAS Common Messaging Interface: attachment headers and assembly of physical messages."""

@@ -1,0 +1,205 @@
+"""Group physical messages into CMI attachments (contract section 2).
+
+Grouping is by CorrelId only, never by message order:
+
+* header: MsgType 100000; it lists attachments, each with a 24-byte correlid whose first
+  16 bytes are the attachment key;
+* application message: MsgType 100001, CorrelId = the header's message correlid;
+* count message: key + 8 zero bytes, payload one ``int`` N;
+* sequenced message k (1..N): key + k as 4 bytes (big-endian; little-endian accepted) + 4 zero bytes.
+
+Exact duplicates (same CorrelId, same payload) are dropped; conflicting duplicates make the
+attachment unusable and are reported on it.
+"""
+from __future__ import annotations
+
+import struct
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from ..charsets import UnknownCcsid, code_page
+from ..errors import AttachmentError, IncompleteAttachmentError
+from ..messages import PhysicalMessage
+from ..mq.encoding import integer_order
+from ..mq.mqmd import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE
+from .header import KEY_SIZE, AttachmentEntry, CmiHeader, parse_header
+
+SEQUENCE_ZERO_TAIL = bytes(4)
+
+ROLE_HEADER = "header"
+ROLE_APPLICATION = "application"
+ROLE_COUNT = "count"
+ROLE_SEQUENCED = "sequenced"
+ROLE_OTHER = "other"
+
+
+def count_correl_id(key: bytes) -> bytes:
+    return key + bytes(8)
+
+
+def sequence_correl_id(key: bytes, k: int) -> bytes:
+    return key + k.to_bytes(4, "big") + SEQUENCE_ZERO_TAIL
+
+
+def message_code_page(message: PhysicalMessage, default_ccsid: int):
+    """The code page of a message's characters; CCSID 0 (queue manager's) falls back to the default."""
+    ccsid = message.descriptor.ccsid or default_ccsid
+    try:
+        return code_page(ccsid)
+    except UnknownCcsid as e:
+        from ..errors import UnsupportedEncodingError
+        raise UnsupportedEncodingError(str(e), message.location()) from None
+
+
+@dataclass
+class Attachment:
+    header: CmiHeader
+    entry: AttachmentEntry
+    header_message: PhysicalMessage
+    application: Optional[PhysicalMessage] = None
+    count_message: Optional[PhysicalMessage] = None
+    expected: Optional[int] = None
+    sequenced: Dict[int, PhysicalMessage] = field(default_factory=dict)
+    problems: List[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> bytes:
+        return self.entry.key
+
+    @property
+    def key_hex(self) -> str:
+        return self.key.hex().upper()
+
+    @property
+    def complete(self) -> bool:
+        return (not self.problems and self.expected is not None
+                and len(self.sequenced) == self.expected
+                and all(k in self.sequenced for k in range(1, self.expected + 1)))
+
+    def missing_sequence_numbers(self, limit: int = 10) -> List[int]:
+        if self.expected is None:
+            return []
+        return [k for k in range(1, self.expected + 1) if k not in self.sequenced][:limit]
+
+    def why_incomplete(self) -> str:
+        if self.problems:
+            return "; ".join(self.problems)
+        if self.expected is None:
+            return f"its count message is missing ({len(self.sequenced)} sequenced messages found)"
+        missing = self.missing_sequence_numbers()
+        return (f"{self.expected} sequenced messages expected, {len(self.sequenced)} found"
+                + (f"; missing {missing}" if missing else ""))
+
+    def ordered_messages(self) -> List[PhysicalMessage]:
+        """Sequenced messages 1..N, or IncompleteAttachmentError."""
+        if not self.complete:
+            raise IncompleteAttachmentError(
+                f"attachment {self.key_hex} ({self.entry.kind} {self.entry.name}) is incomplete: "
+                f"{self.why_incomplete()}", self.header_message.location())
+        return [self.sequenced[k] for k in range(1, self.expected + 1)]
+
+
+@dataclass
+class Assembly:
+    attachments: List[Attachment]
+    roles: Dict[Tuple[str, int], Tuple[str, Optional[bytes], Optional[int]]]  # (source, index) -> role
+
+    def role_of(self, message: PhysicalMessage) -> Tuple[str, Optional[bytes], Optional[int]]:
+        return self.roles.get((message.source, message.index), (ROLE_OTHER, None, None))
+
+
+def _dedupe(messages: Iterable[PhysicalMessage]) -> Dict[bytes, List[PhysicalMessage]]:
+    """CorrelId -> distinct payloads (first occurrence of each)."""
+    by_correl: Dict[bytes, List[PhysicalMessage]] = defaultdict(list)
+    for m in messages:
+        group = by_correl[m.descriptor.correl_id]
+        if not any(other.payload == m.payload for other in group):
+            group.append(m)
+    return by_correl
+
+
+def _choose_sequence_order(candidates: List[Tuple[bytes, PhysicalMessage]],
+                           expected: Optional[int]) -> str:
+    big = {int.from_bytes(c[16:20], "big") for c, _ in candidates}
+    little = {int.from_bytes(c[16:20], "little") for c, _ in candidates}
+    if expected is not None:
+        wanted = set(range(1, expected + 1))
+        if big == wanted:
+            return "big"
+        if little == wanted:
+            return "little"
+    # Incomplete: the order whose numbers are smaller is the plausible one.
+    return "little" if little and max(little) < max(big) else "big"
+
+
+def assemble(messages: Iterable[PhysicalMessage], default_ccsid: int = 1208) -> Assembly:
+    headers: List[PhysicalMessage] = []
+    subordinates: List[PhysicalMessage] = []
+    for m in messages:
+        if m.descriptor is None:
+            continue
+        if m.descriptor.msg_type == MSGTYPE_CMI_HEADER:
+            headers.append(m)
+        elif m.descriptor.msg_type == MSGTYPE_CMI_SUBORDINATE:
+            subordinates.append(m)
+
+    by_correl = _dedupe(subordinates)
+    by_key: Dict[bytes, List[Tuple[bytes, PhysicalMessage]]] = defaultdict(list)
+    for correl, group in by_correl.items():
+        if correl[16:20] != SEQUENCE_ZERO_TAIL and correl[20:24] == SEQUENCE_ZERO_TAIL:
+            by_key[correl[:KEY_SIZE]].extend((correl, m) for m in group)
+
+    roles: Dict[Tuple[str, int], Tuple[str, Optional[bytes], Optional[int]]] = {}
+    attachments: List[Attachment] = []
+    seen_keys: Dict[bytes, PhysicalMessage] = {}
+    for correl, group in _dedupe(headers).items():
+        if len(group) > 1:
+            raise AttachmentError(f"{len(group)} different header messages share CorrelId "
+                                  f"{correl.hex().upper()}", group[1].location())
+        hm = group[0]
+        header = parse_header(hm.payload, integer_order(hm.descriptor.encoding),
+                              message_code_page(hm, default_ccsid), hm.location())
+        roles[(hm.source, hm.index)] = (ROLE_HEADER, None, None)
+        app_group = by_correl.get(header.message_correl_id, [])
+        for m in app_group:
+            roles[(m.source, m.index)] = (ROLE_APPLICATION, None, None)
+        for entry in header.attachments:
+            if entry.key in seen_keys:
+                raise AttachmentError(f"attachment key {entry.key.hex().upper()} is listed by two "
+                                      f"header messages", hm.location())
+            seen_keys[entry.key] = hm
+            att = Attachment(header, entry, hm, application=app_group[0] if app_group else None)
+            if len(app_group) > 1:
+                att.problems.append(f"{len(app_group)} different application messages")
+            count_group = by_correl.get(count_correl_id(entry.key), [])
+            if len(count_group) > 1:
+                att.problems.append(f"{len(count_group)} different count messages")
+            if count_group:
+                cm = att.count_message = count_group[0]
+                roles[(cm.source, cm.index)] = (ROLE_COUNT, entry.key, 0)
+                if len(cm.payload) != 4:
+                    att.problems.append(f"count message has {len(cm.payload)} bytes, not 4")
+                else:
+                    (att.expected,) = struct.unpack(integer_order(cm.descriptor.encoding) + "i",
+                                                    cm.payload)
+                    if att.expected < 0:
+                        att.problems.append(f"count message holds {att.expected}")
+            candidates = by_key.get(entry.key, [])
+            if candidates:
+                order = _choose_sequence_order(candidates, att.expected)
+                for correl_id, m in candidates:
+                    k = int.from_bytes(correl_id[16:20], order)
+                    roles[(m.source, m.index)] = (ROLE_SEQUENCED, entry.key, k)
+                    if k in att.sequenced:
+                        att.problems.append(f"sequenced message {k} has conflicting duplicates")
+                    att.sequenced[k] = m
+            attachments.append(att)
+    # Duplicates that were dropped take the role of the message they repeat.
+    for m in subordinates + headers:
+        if (m.source, m.index) not in roles:
+            for other in by_correl.get(m.descriptor.correl_id, []):
+                if other.payload == m.payload and (other.source, other.index) in roles:
+                    roles[(m.source, m.index)] = roles[(other.source, other.index)]
+                    break
+    return Assembly(attachments, roles)

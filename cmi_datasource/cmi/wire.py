@@ -1,0 +1,134 @@
+"""The primitive CMI field types (seed 000 / contract section 2) read and written.
+
+``int`` 4 bytes, ``short`` 2, ``char`` 1, ``byte[n]`` n, ``long`` 4 (or 8 from 64-bit
+senders). Strings are a length then that many characters, followed by a NUL unless
+the sender omits terminators. The byte order is the message Encoding's.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import Location, TruncatedError
+from ..layout import BIG
+
+
+@dataclass(frozen=True)
+class WireFormat:
+    order: str = BIG  # struct byte-order character
+    long_size: int = 4
+    terminated: bool = True  # strings followed by a NUL byte
+
+    def with_order(self, order: str) -> "WireFormat":
+        return WireFormat(order, self.long_size, self.terminated)
+
+
+class FieldReader:
+    """Sequential reader over one message payload (or a stream of several).
+
+    ``locate`` maps a position in ``buf`` to the Location errors report: for a stream
+    that spans messages it names the message holding that byte.
+    """
+
+    def __init__(self, buf: bytes, wire: WireFormat, locate: Callable[[int], Location], start: int = 0):
+        self.buf = buf
+        self.wire = wire
+        self.locate = locate
+        self.pos = start
+        o = wire.order
+        self._int = struct.Struct(o + "i")
+        self._short = struct.Struct(o + "h")
+        self._long = struct.Struct(o + ("i" if wire.long_size == 4 else "q"))
+
+    @property
+    def remaining(self) -> int:
+        return len(self.buf) - self.pos
+
+    def _need(self, n: int, what: str) -> None:
+        if n < 0 or n > self.remaining:
+            raise TruncatedError(f"{what} needs {n} bytes but {self.remaining} remain",
+                                 self.locate(self.pos))
+
+    def _unpack(self, s: struct.Struct, what: str) -> int:
+        self._need(s.size, what)
+        (v,) = s.unpack_from(self.buf, self.pos)
+        self.pos += s.size
+        return v
+
+    def int32(self, what: str = "int") -> int:
+        return self._unpack(self._int, what)
+
+    def short(self, what: str = "short") -> int:
+        return self._unpack(self._short, what)
+
+    def long(self, what: str = "long") -> int:
+        return self._unpack(self._long, what)
+
+    def char(self, what: str = "char") -> int:
+        self._need(1, what)
+        v = self.buf[self.pos]
+        self.pos += 1
+        return v
+
+    def raw(self, n: int, what: str = "bytes") -> bytes:
+        self._need(n, what)
+        v = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return bytes(v)
+
+    def string(self, what: str, length_is_int: bool = False) -> bytes:
+        """A length-prefixed string (``long`` length, or ``int`` in the attachment header)."""
+        at = self.pos
+        n = self.int32(what + " length") if length_is_int else self.long(what + " length")
+        if n < 0:
+            raise TruncatedError(f"{what} has negative length {n}", self.locate(at))
+        value = self.raw(n, what)
+        if self.wire.terminated:
+            end = self.char(what + " terminator")
+            if end != 0:
+                raise TruncatedError(f"{what} is not followed by a NUL terminator",
+                                     self.locate(self.pos - 1))
+        return value
+
+
+class FieldWriter:
+    """Builds a payload field by field, in the same primitives as FieldReader."""
+
+    def __init__(self, wire: WireFormat):
+        self.wire = wire
+        self.out = bytearray()
+        o = wire.order
+        self._int = struct.Struct(o + "i")
+        self._short = struct.Struct(o + "h")
+        self._long = struct.Struct(o + ("i" if wire.long_size == 4 else "q"))
+
+    def int32(self, v: int) -> "FieldWriter":
+        self.out += self._int.pack(v)
+        return self
+
+    def short(self, v: int) -> "FieldWriter":
+        self.out += self._short.pack(v)
+        return self
+
+    def long(self, v: int) -> "FieldWriter":
+        self.out += self._long.pack(v)
+        return self
+
+    def char(self, v: int) -> "FieldWriter":
+        self.out.append(v)
+        return self
+
+    def raw(self, v: bytes) -> "FieldWriter":
+        self.out += v
+        return self
+
+    def string(self, v: bytes, length_is_int: bool = False) -> "FieldWriter":
+        (self.int32 if length_is_int else self.long)(len(v))
+        self.out += v
+        if self.wire.terminated:
+            self.out.append(0)
+        return self
+
+    def getvalue(self) -> bytes:
+        return bytes(self.out)

@@ -1,0 +1,1 @@
+"""IBM MQ structures: the message descriptor and the Encoding/CCSID rules."""

@@ -1,0 +1,105 @@
+"""The MQ message descriptor (MQMD), as one field table.
+
+The table carries, per field: the MQMD name (snake case), struct code, default,
+whether it is a character field, and the 3-letter attribute code the dmpmqmsg
+text dump uses for it. The binary layout, the ``Descriptor`` class and the dump
+reader/writer are all derived from this one table.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+from ..layout import Field, Layout
+
+BLANK8 = b" " * 8
+
+
+@dataclass(frozen=True)
+class MqmdField:
+    name: str
+    code: str
+    default: object
+    dump_code: Optional[str]  # dmpmqmsg attribute code; None = not in the dump
+    kind: str  # "int", "text" (blank-padded characters) or "hex" (raw bytes)
+    version: int = 1  # MQMD version that introduced the field
+
+
+def _text(name, size, dump_code, version=1):
+    return MqmdField(name, f"{size}s", " " * size, dump_code, "text", version)
+
+
+def _hex(name, size, dump_code, version=1):
+    return MqmdField(name, f"{size}s", bytes(size), dump_code, "hex", version)
+
+
+def _int(name, default, dump_code, version=1):
+    return MqmdField(name, "i", default, dump_code, "int", version)
+
+
+MQMD_FIELDS: Tuple[MqmdField, ...] = (
+    MqmdField("struc_id", "4s", "MD  ", None, "text"),
+    _int("version", 1, "VER"),
+    _int("report", 0, "RPT"),
+    _int("msg_type", 8, "MST"),  # MQMT_DATAGRAM
+    _int("expiry", -1, "EXP"),  # MQEI_UNLIMITED
+    _int("feedback", 0, "FDB"),
+    _int("encoding", 546, "ENC"),  # MQENC_NATIVE on x86
+    _int("ccsid", 0, "CCS"),  # MQCCSI_Q_MGR
+    _text("format", 8, "FMT"),
+    _int("priority", -1, "PRI"),
+    _int("persistence", 2, "PER"),
+    _hex("msg_id", 24, "MSI"),
+    _hex("correl_id", 24, "COI"),
+    _int("backout_count", 0, "BOC"),
+    _text("reply_to_q", 48, "RTQ"),
+    _text("reply_to_qmgr", 48, "RTM"),
+    _text("user_identifier", 12, "USR"),
+    _hex("accounting_token", 32, "ACC"),
+    # ApplIdentityData and ApplOriginData are characters in MQ, but dmpmqmsg dumps them
+    # in hex (AIX/AOX) unless -dc is given (AID/AOD); we keep their raw bytes.
+    MqmdField("appl_identity_data", "32s", b" " * 32, "AIX", "hex"),
+    _int("put_appl_type", 0, "PAT"),
+    _text("put_appl_name", 28, "PAN"),
+    _text("put_date", 8, "PTD"),
+    _text("put_time", 8, "PTT"),
+    MqmdField("appl_origin_data", "4s", b" " * 4, "AOX", "hex"),
+    _hex("group_id", 24, "GRP", version=2),
+    _int("msg_seq_number", 1, "MSQ", version=2),
+    _int("offset", 0, "OFF", version=2),
+    _int("msg_flags", 0, "MSF", version=2),
+    _int("original_length", -1, "ORL", version=2),
+)
+
+MQMD_V1 = Layout("MQMD v1", (Field(f.name, f.code, f.default, f.kind == "text")
+                             for f in MQMD_FIELDS if f.version == 1))
+MQMD_V2 = Layout("MQMD v2", (Field(f.name, f.code, f.default, f.kind == "text")
+                             for f in MQMD_FIELDS))
+
+FIELDS_BY_DUMP_CODE: Dict[str, MqmdField] = {f.dump_code: f for f in MQMD_FIELDS if f.dump_code}
+# dmpmqmsg -dc writes these two in characters instead of hex.
+FIELDS_BY_DUMP_CODE["AID"] = MQMD_FIELDS[[f.name for f in MQMD_FIELDS].index("appl_identity_data")]
+FIELDS_BY_DUMP_CODE["AOD"] = MQMD_FIELDS[[f.name for f in MQMD_FIELDS].index("appl_origin_data")]
+
+# MsgFlags bits.
+MQMF_SEGMENTATION_ALLOWED = 0x01
+MQMF_SEGMENT = 0x02
+MQMF_LAST_SEGMENT = 0x04
+MQMF_MSG_IN_GROUP = 0x08
+MQMF_LAST_MSG_IN_GROUP = 0x10
+
+# MsgType values used by CMI.
+MSGTYPE_CMI_HEADER = 100000
+MSGTYPE_CMI_SUBORDINATE = 100001
+
+Descriptor = dataclasses.make_dataclass(
+    "Descriptor",
+    [(f.name, object, dataclasses.field(default=f.default)) for f in MQMD_FIELDS],
+    frozen=True,
+    namespace={"__doc__": "An MQMD's fields: ints as int, character fields as str, ids as bytes."},
+)
+
+
+def descriptor_fields():
+    return MQMD_FIELDS

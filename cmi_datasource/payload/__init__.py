@@ -1,0 +1,1 @@
+"""Payload codecs: SAS datasets and external files carried by CMI attachments."""

@@ -1,0 +1,394 @@
+"""SAS dataset attachments (type 1): definitions, variables and observations -> Arrow.
+
+The sequenced messages of a dataset attachment each start with an ``int`` record
+type; consecutive messages of one type form a stream whose records may straddle
+message boundaries (contract section 2). Observation streams are decoded in
+batches of whole observations, column by column with numpy, so memory is bounded
+by the batch size and not by the dataset.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+
+from ..arrow.strings import strings_from_fixed_width
+from ..charsets import CodePage
+from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, min_record_size, read_record
+from ..cmi.stream import MessageStream
+from ..cmi.wire import FieldReader, WireFormat
+from ..errors import (DatasetLayoutError, Location, TruncatedError, UnsupportedEncodingError,
+                      ValueConversionError)
+from ..messages import PhysicalMessage
+from ..mq.encoding import FloatFormat, float_format, integer_order
+from .sas_formats import KIND_DATE, KIND_DATETIME, KIND_TIME, display_format, temporal_kind
+from .sas_numbers import decode_numbers
+
+RECORD_DATASET = 1
+RECORD_VARIABLES = 2
+RECORD_OBSERVATIONS = 3
+RECORD_INDEX = 4
+RECORD_CONSTRAINTS = 5
+RECORD_TYPE_SIZE = 4
+
+MAX_CHARACTER_LENGTH = 32767
+DEFAULT_BATCH_ROWS = 65536
+
+SAS_EPOCH = dt.date(1960, 1, 1)
+EPOCH_SHIFT_DAYS = (dt.date(1970, 1, 1) - SAS_EPOCH).days  # 3653
+EPOCH_SHIFT_SECONDS = EPOCH_SHIFT_DAYS * 86400
+SECONDS_PER_DAY = 86400
+# Spark's date and timestamp range: 0001-01-01 .. 9999-12-31, in SAS days from 1960.
+MIN_SAS_DAY = (dt.date(1, 1, 1) - SAS_EPOCH).days
+MAX_SAS_DAY = (dt.date(9999, 12, 31) - SAS_EPOCH).days
+
+
+# ------------------------------------------------------------------------------------------
+# Record streams
+
+
+class RecordStream(MessageStream):
+    """Consecutive sequenced messages of one record type, their type ints removed."""
+
+    def __init__(self, record_type: int, messages: List[PhysicalMessage]):
+        super().__init__(messages, skip=RECORD_TYPE_SIZE)
+        self.record_type = record_type
+
+
+def record_type_of(message: PhysicalMessage) -> int:
+    if len(message.payload) < RECORD_TYPE_SIZE:
+        raise TruncatedError(f"dataset message of {len(message.payload)} bytes has no record type",
+                             message.location(0))
+    (record_type,) = struct.unpack_from(integer_order(message.descriptor.encoding) + "i", message.payload)
+    return record_type
+
+
+def split_streams(messages: Sequence[PhysicalMessage]) -> List[RecordStream]:
+    """Group sequenced messages (in sequence order) into record streams and check their order."""
+    runs: List[Tuple[int, List[PhysicalMessage]]] = []
+    for m in messages:
+        record_type = record_type_of(m)
+        if record_type not in (RECORD_DATASET, RECORD_VARIABLES, RECORD_OBSERVATIONS,
+                               RECORD_INDEX, RECORD_CONSTRAINTS):
+            raise DatasetLayoutError(f"unknown dataset record type {record_type}", m.location(0))
+        if runs and runs[-1][0] == record_type:
+            runs[-1][1].append(m)
+        else:
+            runs.append((record_type, [m]))
+    streams = [RecordStream(t, ms) for t, ms in runs]
+    order = [s.record_type for s in streams]
+    core = [t for t in order if t <= RECORD_OBSERVATIONS]
+    expected_core = [RECORD_DATASET, RECORD_VARIABLES] + ([RECORD_OBSERVATIONS] if RECORD_OBSERVATIONS in core else [])
+    first_trailer = next((i for i, t in enumerate(order) if t > RECORD_OBSERVATIONS), len(order))
+    if core != expected_core or any(t <= RECORD_OBSERVATIONS for t in order[first_trailer:]):
+        where = streams[0].messages[0].location(0) if streams else Location()
+        raise DatasetLayoutError(f"dataset record types come in the order {order}; expected 1, 2, "
+                                 f"then 3 (observations), then 4/5", where)
+    return streams
+
+
+# ------------------------------------------------------------------------------------------
+# Definitions
+
+
+@dataclass(frozen=True)
+class SasVariable:
+    name: str
+    label: str
+    is_numeric: bool
+    length: int
+    offset: int
+    format_name: str = ""
+    format_width: int = 0
+    format_decimals: int = 0
+    informat_name: str = ""
+    informat_width: int = 0
+    informat_decimals: int = 0
+    nsort: int = 0
+
+    @property
+    def format(self) -> str:
+        return display_format(self.format_name, self.format_width, self.format_decimals)
+
+    @property
+    def informat(self) -> str:
+        return display_format(self.informat_name, self.informat_width, self.informat_decimals)
+
+    @property
+    def sas_type(self) -> str:
+        return "num" if self.is_numeric else "char"
+
+    @property
+    def temporal_kind(self) -> Optional[str]:
+        return temporal_kind(self.format_name) if self.is_numeric else None
+
+
+@dataclass(frozen=True)
+class DatasetDefinition:
+    version: int
+    dataset_type: str
+    label: str
+    nobs: int
+    nvars: int
+    obs_length: int
+    compress: str
+    reuse: int
+    encrypt: str
+    sort_key_count: int
+    collating_sequence: str
+    sort_flags: int
+    read_password_set: bool
+    write_password_set: bool
+    alter_password_set: bool
+
+
+@dataclass(frozen=True)
+class DatasetLayout:
+    definition: DatasetDefinition
+    variables: Tuple[SasVariable, ...]
+    encoding: int
+    ccsid: int
+    wire: WireFormat
+    observation_bytes: int  # length of the observation stream
+
+    @property
+    def float_format(self) -> FloatFormat:
+        return float_format(self.encoding)
+
+    @property
+    def observations(self) -> int:
+        obslen = self.definition.obs_length
+        return self.observation_bytes // obslen if obslen else max(self.definition.nobs, 0)
+
+
+def _decode_text(raw: bytes, codepage: CodePage, what: str, location: Location) -> str:
+    try:
+        return codepage.decode(raw).rstrip(" \0")
+    except UnicodeDecodeError:
+        raise DatasetLayoutError(f"{what} is not valid {codepage.codec}", location) from None
+
+
+def _read_definition(stream: RecordStream, wire: WireFormat, codepage: CodePage) -> DatasetDefinition:
+    reader = FieldReader(stream.data(), wire, stream.locate)
+    raw = read_record(reader, DATASET_DEFINITION)
+    where = stream.locate(0)
+    text = {k: _decode_text(raw[k], codepage, k.replace("_", " "), where)
+            for k in ("dataset_type", "label", "compress", "encrypt", "collating_sequence")}
+    # Passwords are never exposed; only whether each is set.
+    return DatasetDefinition(
+        raw["version"], text["dataset_type"], text["label"], raw["nobs"], raw["nvars"], raw["obs_length"],
+        text["compress"], raw["reuse"], text["encrypt"], raw["sort_key_count"], text["collating_sequence"],
+        raw["sort_flags"], raw["read_password_flag"] != 0, raw["write_password_flag"] != 0,
+        raw["alter_password_flag"] != 0)
+
+
+def _read_variables(stream: RecordStream, wire: WireFormat, codepage: CodePage,
+                    definition: DatasetDefinition) -> Tuple[SasVariable, ...]:
+    data = stream.data()
+    nvars = definition.nvars
+    if nvars < 0 or nvars * min_record_size(VARIABLE_DEFINITION, wire.long_size, wire.terminated) > len(data):
+        raise DatasetLayoutError(f"dataset definition declares {nvars} variables but the variable "
+                                 f"definitions hold only {len(data)} bytes", stream.locate(0))
+    reader = FieldReader(data, wire, stream.locate)
+    variables: List[SasVariable] = []
+    offset = 0
+    seen: Dict[str, int] = {}
+    for _ in range(nvars):
+        at = reader.pos
+        raw = read_record(reader, VARIABLE_DEFINITION)
+        where = stream.locate(at)
+        name = _decode_text(raw["name"], codepage, "variable name", where)
+        is_numeric = raw["type"] in (1, codepage.digit_one)
+        length = raw["length"]
+        if is_numeric and not 2 <= length <= 8:
+            raise DatasetLayoutError(f"numeric variable {name} has length {length}; SAS numerics "
+                                     f"are 2 to 8 bytes", where)
+        if not is_numeric and not 1 <= length <= MAX_CHARACTER_LENGTH:
+            raise DatasetLayoutError(f"character variable {name} has length {length}", where)
+        if not name:
+            raise DatasetLayoutError("a variable has an empty name", where)
+        if name.upper() in seen:
+            raise DatasetLayoutError(f"variable name {name} appears twice", where)
+        seen[name.upper()] = len(variables)
+        variables.append(SasVariable(
+            name=name, label=_decode_text(raw["label"], codepage, "variable label", where),
+            is_numeric=is_numeric, length=length, offset=offset,
+            format_name=_decode_text(raw["format_name"], codepage, "format name", where),
+            format_width=raw["format_width"], format_decimals=raw["format_decimals"],
+            informat_name=_decode_text(raw["informat_name"], codepage, "informat name", where),
+            informat_width=raw["informat_width"], informat_decimals=raw["informat_decimals"],
+            nsort=raw["nsort"]))
+        offset += length
+    if reader.remaining:
+        raise DatasetLayoutError(f"{reader.remaining} bytes follow the {nvars} variable definitions",
+                                 stream.locate(reader.pos))
+    if offset > definition.obs_length:
+        raise DatasetLayoutError(f"variable lengths add up to {offset} bytes but the observation "
+                                 f"length is {definition.obs_length}", stream.locate(0))
+    return tuple(variables)
+
+
+def read_layout(messages: Sequence[PhysicalMessage], header_wire: WireFormat,
+                codepage_of) -> Tuple[DatasetLayout, Optional[RecordStream]]:
+    """Definitions of a dataset attachment, from its sequenced messages in order.
+
+    ``codepage_of(message)`` gives a message's code page. Observations are not decoded;
+    the observation stream is returned for that.
+    """
+    if not messages:
+        raise DatasetLayoutError("dataset attachment has no sequenced messages")
+    first = messages[0]
+    encoding, ccsid = first.descriptor.encoding, first.descriptor.ccsid
+    for m in messages:
+        if (m.descriptor.encoding, m.descriptor.ccsid) != (encoding, ccsid):
+            raise DatasetLayoutError(
+                f"message has Encoding {m.descriptor.encoding} and CCSID {m.descriptor.ccsid} but the "
+                f"attachment started with {encoding} and {ccsid}", m.location())
+    try:
+        float_format(encoding)
+    except ValueError as e:
+        raise UnsupportedEncodingError(str(e), first.location()) from None
+    codepage = codepage_of(first)
+    wire = header_wire.with_order(integer_order(encoding))
+    streams = split_streams(messages)
+    definition = _read_definition(streams[0], wire, codepage)
+    variables = _read_variables(streams[1], wire, codepage, definition)
+    observations = next((s for s in streams if s.record_type == RECORD_OBSERVATIONS), None)
+    observation_bytes = observations.length if observations else 0
+    obslen = definition.obs_length
+    if obslen < 0 or (obslen == 0 and observation_bytes):
+        raise DatasetLayoutError(f"observation length {obslen} cannot hold {observation_bytes} "
+                                 f"bytes of observations", streams[0].locate(0))
+    if obslen and observation_bytes % obslen:
+        raise DatasetLayoutError(
+            f"observation stream has {observation_bytes} bytes, not a whole number of "
+            f"{obslen}-byte observations", observations.end_location())
+    layout = DatasetLayout(definition, variables, encoding, ccsid, wire, observation_bytes)
+    if definition.nobs >= 0 and obslen and layout.observations != definition.nobs:
+        raise DatasetLayoutError(
+            f"dataset definition declares {definition.nobs} observations but the observation "
+            f"messages hold {layout.observations}",
+            observations.end_location() if observations else streams[-1].end_location())
+    return layout, observations
+
+
+# ------------------------------------------------------------------------------------------
+# Observations -> Arrow
+
+
+_ARROW_TYPES = {None: pa.float64(), KIND_DATE: pa.date32(), KIND_DATETIME: pa.timestamp("us"),
+                KIND_TIME: pa.time64("ns")}
+
+
+def arrow_field(variable: SasVariable, temporal: bool = True) -> pa.Field:
+    if variable.is_numeric:
+        arrow_type = _ARROW_TYPES[variable.temporal_kind if temporal else None]
+    else:
+        arrow_type = pa.string()
+    metadata = {"label": variable.label, "format": variable.format, "informat": variable.informat,
+                "sas_type": variable.sas_type, "sas_length": str(variable.length)}
+    return pa.field(variable.name, arrow_type, nullable=True, metadata=metadata)
+
+
+def arrow_schema(layout: DatasetLayout, temporal: bool = True) -> pa.Schema:
+    return pa.schema([arrow_field(v, temporal) for v in layout.variables])
+
+
+class ObservationDecoder:
+    """Decodes whole observations of one dataset layout into record batches."""
+
+    def __init__(self, layout: DatasetLayout, codepage: CodePage, temporal: bool = True):
+        self.layout = layout
+        self.codepage = codepage
+        self.temporal = temporal
+        self.schema = arrow_schema(layout, temporal)
+        self.float_format = layout.float_format
+
+    def decode(self, rows: np.ndarray, first_row: int, locate) -> pa.RecordBatch:
+        """``rows``: (n, obs_length) uint8; ``first_row`` and ``locate`` place errors."""
+        columns = []
+        for variable, field in zip(self.layout.variables, self.schema):
+            matrix = rows[:, variable.offset:variable.offset + variable.length]
+            if variable.is_numeric:
+                columns.append(self._numeric(matrix, variable, field.type, first_row, locate))
+            else:
+                try:
+                    columns.append(strings_from_fixed_width(matrix, self.codepage))
+                except UnicodeDecodeError as e:
+                    row = first_row + e.start
+                    raise ValueConversionError(
+                        f"variable {variable.name}, observation {row}: {e.object[:40]!r} is not valid "
+                        f"UTF-8 (CCSID {self.layout.ccsid}); if the sender used another code page, "
+                        f"set option('ccsid', ...)",
+                        locate(row * self.layout.definition.obs_length + variable.offset)) from None
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+    def _numeric(self, matrix, variable, arrow_type, first_row, locate) -> pa.Array:
+        values, missing = decode_numbers(matrix, self.float_format)
+        kind = variable.temporal_kind if self.temporal else None
+        if kind is None:
+            return pa.array(values, type=pa.float64(), mask=missing)
+        present = ~missing
+
+        def fail(bad: np.ndarray, what: str):
+            row = int(np.argmax(bad))
+            raise ValueConversionError(
+                f"variable {variable.name} ({variable.format}), observation {first_row + row}: "
+                f"{values[row]!r} is {what}; read it as a number with option('temporalTypes', 'false')",
+                locate((first_row + row) * self.layout.definition.obs_length + variable.offset))
+
+        safe = np.where(present, values, 0.0)
+        if kind == KIND_DATE:
+            bad = present & ~((safe >= MIN_SAS_DAY) & (safe < MAX_SAS_DAY + 1))
+            if bad.any():
+                fail(bad, "outside the dates 0001-01-01 .. 9999-12-31")
+            days = (np.floor(safe).astype(np.int64) - EPOCH_SHIFT_DAYS).astype(np.int32)
+            return pa.array(days, type=pa.date32(), mask=missing)
+        if kind == KIND_DATETIME:
+            bad = present & ~((safe >= MIN_SAS_DAY * SECONDS_PER_DAY)
+                              & (safe < (MAX_SAS_DAY + 1) * SECONDS_PER_DAY))
+            if bad.any():
+                fail(bad, "outside the datetimes of years 1 .. 9999")
+            micros = np.rint(safe * 1e6).astype(np.int64) - EPOCH_SHIFT_SECONDS * 1_000_000
+            return pa.array(micros, type=pa.timestamp("us"), mask=missing)
+        bad = present & ~((safe >= 0) & (safe < SECONDS_PER_DAY))
+        if bad.any():
+            fail(bad, "not a time of day (0 to 86399.999 seconds)")
+        nanos = np.minimum(np.rint(safe * 1e9).astype(np.int64), SECONDS_PER_DAY * 10 ** 9 - 1)
+        return pa.array(nanos, type=pa.time64("ns"), mask=missing)
+
+
+def iter_observation_batches(layout: DatasetLayout, stream: Optional[RecordStream], codepage: CodePage,
+                             batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
+                             first_row: int = 0, last_row: Optional[int] = None
+                             ) -> Iterator[pa.RecordBatch]:
+    """Record batches of at most ``batch_rows`` observations [first_row, last_row) of the stream.
+
+    Message payloads are consumed one at a time; only a batch's worth of bytes is held.
+    """
+    if stream is None or layout.definition.obs_length == 0:
+        return
+    decoder = ObservationDecoder(layout, codepage, temporal)
+    obslen = layout.definition.obs_length
+    last_row = layout.observations if last_row is None else last_row
+    batch_bytes = max(batch_rows, 1) * obslen
+    pending = bytearray()
+    row = first_row
+    start_byte, end_byte = first_row * obslen, last_row * obslen
+    for part_start, part in stream.parts():
+        lo, hi = max(start_byte - part_start, 0), min(end_byte - part_start, len(part))
+        if lo >= hi:
+            continue
+        pending += part[lo:hi]
+        while len(pending) >= batch_bytes:
+            rows = np.frombuffer(bytes(pending[:batch_bytes]), dtype=np.uint8).reshape(-1, obslen)
+            del pending[:batch_bytes]
+            yield decoder.decode(rows, row, stream.locate)
+            row += len(rows)
+    if pending:
+        rows = np.frombuffer(bytes(pending), dtype=np.uint8).reshape(-1, obslen)
+        yield decoder.decode(rows, row, stream.locate)

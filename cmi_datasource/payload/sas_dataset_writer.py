@@ -1,0 +1,193 @@
+"""Arrow table -> the sequenced payloads of a SAS dataset attachment (the reverse codec).
+
+Type mapping (recorded in the README):
+integers, floats, decimals -> numeric (8 bytes, or the field's ``sas_length`` metadata 3..8);
+boolean -> numeric 0/1; date -> numeric with DATE9.; timestamp -> DATETIME (naive value);
+time -> TIME; string -> character of the longest encoded value (or ``sas_length``).
+Field metadata ``label``, ``format``, ``informat`` is written through.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..arrow.strings import fixed_width_from_strings, max_encoded_length
+from ..charsets import CodePage
+from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, write_record
+from ..cmi.wire import FieldWriter, WireFormat
+from ..mq.encoding import FloatFormat
+from .sas_dataset import (EPOCH_SHIFT_DAYS, EPOCH_SHIFT_SECONDS, MAX_CHARACTER_LENGTH, RECORD_DATASET,
+                          RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES, SasVariable)
+from .sas_formats import split_display_format
+from .sas_numbers import encode_numbers
+
+MAX_MESSAGE_BYTES = 32768
+
+
+class DatasetEncodeError(ValueError):
+    """A column cannot be written as a SAS variable (type, length or characters)."""
+
+
+def _meta(field: pa.Field, key: str) -> Optional[str]:
+    if not field.metadata:
+        return None
+    v = field.metadata.get(key.encode())
+    return v.decode("utf-8") if v is not None else None
+
+
+_DEFAULT_FORMATS = {"date": "DATE9.", "timestamp": "DATETIME20.", "time": "TIME8."}
+
+
+def _type_family(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
+        return "number"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_time(t):
+        return "time"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    raise DatasetEncodeError(f"type {t} has no SAS equivalent (nested and binary columns cannot be "
+                             f"written as SAS variables)")
+
+
+def plan_variables(table: pa.Table, codepage: CodePage, truncate: bool = False) -> List[SasVariable]:
+    variables: List[SasVariable] = []
+    offset = 0
+    for field, column in zip(table.schema, table.columns):
+        try:
+            family = _type_family(field.type)
+        except DatasetEncodeError as e:
+            raise DatasetEncodeError(f"column {field.name}: {e}") from None
+        declared = _meta(field, "sas_length")
+        if family == "string":
+            if declared is not None:
+                length = int(declared)
+            else:
+                try:
+                    length = max(max_encoded_length(column.combine_chunks(), codepage), 1)
+                except UnicodeEncodeError as e:
+                    raise DatasetEncodeError(f"column {field.name}: {e.object[e.start:e.end]!r} cannot be "
+                                             f"encoded in {codepage.codec} (CCSID {codepage.ccsid})") from None
+            if length > MAX_CHARACTER_LENGTH:
+                if not truncate:
+                    raise DatasetEncodeError(f"column {field.name} has values of {length} bytes; SAS "
+                                             f"character variables hold at most {MAX_CHARACTER_LENGTH}")
+                length = MAX_CHARACTER_LENGTH
+        else:
+            length = int(declared) if declared is not None else 8
+            if not 3 <= length <= 8:
+                raise DatasetEncodeError(f"column {field.name}: numeric sas_length {length} is not 3..8")
+        fmt = _meta(field, "format") or _DEFAULT_FORMATS.get(family, "")
+        informat = _meta(field, "informat") or ""
+        fname, fwidth, fdec = split_display_format(fmt) if fmt else ("", 0, 0)
+        iname, iwidth, idec = split_display_format(informat) if informat else ("", 0, 0)
+        variables.append(SasVariable(
+            name=field.name, label=_meta(field, "label") or "", is_numeric=family != "string",
+            length=length, offset=offset, format_name=fname, format_width=fwidth, format_decimals=fdec,
+            informat_name=iname, informat_width=iwidth, informat_decimals=idec))
+        offset += length
+    return variables
+
+
+def _numbers(column: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
+    """SAS numeric values (float64, 1960 epoch for temporal types) and the null mask."""
+    t = column.type
+    missing = column.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_floating(t):
+        values = pc.cast(column, pa.float64()).fill_null(0).to_numpy(zero_copy_only=False)
+    elif pa.types.is_date(t):
+        days = pc.cast(pc.cast(column, pa.date32()), pa.int32()).fill_null(0).to_numpy(zero_copy_only=False)
+        values = days.astype(np.float64) + EPOCH_SHIFT_DAYS
+    elif pa.types.is_timestamp(t):
+        naive = column.cast(pa.timestamp("us", t.tz)) if t.unit != "us" else column
+        micros = pc.cast(naive, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        values = micros / 1e6 + EPOCH_SHIFT_SECONDS
+    else:  # time
+        nanos = pc.cast(column.cast(pa.time64("ns")), pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        values = nanos / 1e9
+    return np.asarray(values, dtype=np.float64), np.asarray(missing, dtype=bool)
+
+
+def encode_observations(table: pa.Table, variables: Sequence[SasVariable], codepage: CodePage,
+                        fmt: FloatFormat, obs_length: int, truncate: bool = False) -> bytes:
+    rows = np.zeros((table.num_rows, obs_length), dtype=np.uint8)
+    for variable, column in zip(variables, table.columns):
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        target = rows[:, variable.offset:variable.offset + variable.length]
+        if variable.is_numeric:
+            values, missing = _numbers(column)
+            target[:] = encode_numbers(values, missing, variable.length, fmt)
+        else:
+            if truncate:
+                column = _truncate_strings(column, codepage, variable.length)
+            try:
+                target[:] = fixed_width_from_strings(column, codepage, variable.length)
+            except UnicodeEncodeError as e:
+                raise DatasetEncodeError(f"column {variable.name}: {e.object[e.start:e.end]!r} cannot be "
+                                         f"encoded in {codepage.codec} (CCSID {codepage.ccsid})") from None
+            except ValueError as e:
+                raise DatasetEncodeError(f"column {variable.name}, row {getattr(e, 'row', '?')}: {e}") from None
+    return rows.tobytes()
+
+
+def _truncate_strings(column: pa.Array, codepage: CodePage, width: int) -> pa.Array:
+    # Truncation is opt-in and rare: per-value work on that path only.
+    out = []
+    for v in column.to_pylist():
+        if v is not None:
+            while len(codepage.encode(v)) > width:
+                v = v[:-1]
+        out.append(v)
+    return pa.array(out, type=pa.string())
+
+
+def chunk_stream(record_type: int, data: bytes, wire: WireFormat, max_payload: int) -> List[bytes]:
+    """Payloads of one record stream: the type int, then up to max_payload bytes in all."""
+    room = max_payload - RECORD_TYPE_SIZE
+    if room <= 0:
+        raise ValueError(f"message size {max_payload} leaves no room for data")
+    type_int = FieldWriter(wire).int32(record_type).getvalue()
+    if not data:
+        return [type_int]
+    return [type_int + data[i:i + room] for i in range(0, len(data), room)]
+
+
+@dataclass(frozen=True)
+class DatasetPayloads:
+    payloads: List[bytes]
+    variables: List[SasVariable]
+    observations: int
+
+
+def dataset_payloads(table: pa.Table, codepage: CodePage, fmt: FloatFormat, wire: WireFormat, *,
+                     label: str = "", dataset_type: str = "DATA", max_payload: int = MAX_MESSAGE_BYTES,
+                     truncate: bool = False) -> DatasetPayloads:
+    """All sequenced payloads (1..N) of a dataset attachment for ``table``."""
+    variables = plan_variables(table, codepage, truncate)
+    obs_length = sum(v.length for v in variables)
+    definition = FieldWriter(wire)
+    write_record(definition, DATASET_DEFINITION, {
+        "version": 0, "dataset_type": codepage.encode(dataset_type), "label": codepage.encode(label),
+        "nobs": table.num_rows, "nvars": len(variables), "obs_length": obs_length,
+    })
+    variable_stream = FieldWriter(wire)
+    for v in variables:
+        write_record(variable_stream, VARIABLE_DEFINITION, {
+            "name": codepage.encode(v.name), "format_name": codepage.encode(v.format_name),
+            "informat_name": codepage.encode(v.informat_name), "label": codepage.encode(v.label),
+            "type": 1 if v.is_numeric else 2, "length": v.length,
+            "format_width": v.format_width, "format_decimals": v.format_decimals,
+            "informat_width": v.informat_width, "informat_decimals": v.informat_decimals,
+        })
+    observations = encode_observations(table, variables, codepage, fmt, obs_length, truncate)
+    payloads = (chunk_stream(RECORD_DATASET, definition.getvalue(), wire, max_payload)
+                + chunk_stream(RECORD_VARIABLES, variable_stream.getvalue(), wire, max_payload)
+                + (chunk_stream(RECORD_OBSERVATIONS, observations, wire, max_payload) if observations else []))
+    return DatasetPayloads(payloads, variables, table.num_rows)
