@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .capture.paths import resolve_paths
 from .capture.readers import MessageSpan, read_capture, read_spans, span_of
-from .charsets import code_page
+from .charsets import CharsetPolicy
 from .cmi.assembly import Assembly, Attachment, assemble, message_code_page
 from .cmi.header import ATTACHMENT_DATASET, ATTACHMENT_TEXT_FILE
 from .cmi.wire import WireFormat
@@ -23,8 +23,6 @@ from .mq.mqmd import MSGTYPE_CMI_SUBORDINATE
 from .payload.external_file import read_external_file
 from .payload.sas_dataset import (DEFAULT_BATCH_ROWS, DatasetLayout, arrow_schema, iter_observation_batches,
                                   read_layout, record_type_of)
-
-DEFAULT_CCSID = 1208
 
 
 @dataclass(frozen=True)
@@ -36,22 +34,22 @@ class AttachmentPlan:
     name: str
     wire: WireFormat
     spans: Tuple[MessageSpan, ...]  # sequenced messages 1..N
-    default_ccsid: int
+    charsets: CharsetPolicy
     observations: int = 0
 
     def messages(self) -> List[PhysicalMessage]:
         return list(read_spans(self.spans))
 
 
-def _codepage_reader(default_ccsid: int):
-    return lambda message: message_code_page(message, default_ccsid)
+def _codepage_reader(charsets: CharsetPolicy):
+    return lambda message: message_code_page(message, charsets)
 
 
 def dataset_batches(plan: AttachmentPlan, batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
                     first_row: int = 0, last_row: Optional[int] = None,
                     messages: Optional[Sequence[PhysicalMessage]] = None) -> Iterator[pa.RecordBatch]:
     messages = plan.messages() if messages is None else messages
-    codepage_of = _codepage_reader(plan.default_ccsid)
+    codepage_of = _codepage_reader(plan.charsets)
     layout, stream = read_layout(messages, plan.wire, codepage_of)
     yield from iter_observation_batches(layout, stream, codepage_of(messages[0]), batch_rows, temporal,
                                         first_row, last_row)
@@ -96,16 +94,16 @@ class Capture:
     paths: List[str]
     messages: List[PhysicalMessage]
     assembly: Assembly
-    default_ccsid: int = DEFAULT_CCSID
+    charsets: CharsetPolicy = field(default_factory=CharsetPolicy)
     _layouts: Dict[bytes, object] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, paths: Iterable[str], default_ccsid: int = DEFAULT_CCSID) -> "Capture":
+    def open(cls, paths: Iterable[str], charsets: CharsetPolicy = CharsetPolicy()) -> "Capture":
         if isinstance(paths, str):
             paths = [paths]
         files = resolve_paths(paths)
         messages = [m for path in files for m in read_capture(path)]
-        return cls(files, messages, assemble(messages, default_ccsid), default_ccsid)
+        return cls(files, messages, assemble(messages, charsets), charsets)
 
     @property
     def attachments(self) -> List[Attachment]:
@@ -117,7 +115,7 @@ class Capture:
         messages = att.ordered_messages()
         layout = self.layout(att) if att.entry.attachment_type == ATTACHMENT_DATASET else None
         return AttachmentPlan(att.key_hex, att.entry.kind, att.entry.name, att.header.wire,
-                              tuple(span_of(m) for m in messages), self.default_ccsid,
+                              tuple(span_of(m) for m in messages), self.charsets,
                               layout.observations if layout else 0)
 
     def layout(self, att: Attachment) -> DatasetLayout:
@@ -128,7 +126,7 @@ class Capture:
         if cached is None:
             try:
                 cached, _ = read_layout(att.ordered_messages(), att.header.wire,
-                                        _codepage_reader(self.default_ccsid))
+                                        _codepage_reader(self.charsets))
             except CmiFormatError as e:
                 self._layouts[att.key] = e
                 raise
@@ -225,7 +223,7 @@ def files_table(plans: Sequence[AttachmentPlan]) -> pa.Table:
     for plan in plans:
         messages = plan.messages()
         f = read_external_file(messages, plan.wire, plan.kind == "text")
-        codepage = message_code_page(messages[0], plan.default_ccsid)
+        codepage = message_code_page(messages[0], plan.charsets)
         rows.append({"attachment": plan.key_hex, "name": plan.name, "kind": plan.kind, "lrecl": f.lrecl,
                      "size": f.declared_size, "content": f.content, "text": f.text(codepage)})
     return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)

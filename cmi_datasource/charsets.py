@@ -7,8 +7,9 @@ converted with numpy gathers instead of per-value Python.
 from __future__ import annotations
 
 import codecs
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 
@@ -104,3 +105,21 @@ def code_page(ccsid: int) -> CodePage:
     if codec is None:
         raise UnknownCcsid(f"CCSID {ccsid} is not supported; supported: {sorted(CCSID_CODECS)}")
     return CodePage(int(ccsid), codec)
+
+
+@dataclass(frozen=True)
+class CharsetPolicy:
+    """Which code page a message's characters are in.
+
+    The message's CodedCharSetId, unless the user overrides it; CCSID 0 (the queue
+    manager's default, unknown in a dump) falls back to ``default_ccsid``.
+    """
+
+    default_ccsid: int = UTF8_CCSID
+    override: Optional[int] = None
+
+    def ccsid_for(self, message_ccsid: int) -> int:
+        return self.override or message_ccsid or self.default_ccsid
+
+    def code_page_for(self, message_ccsid: int) -> CodePage:
+        return code_page(self.ccsid_for(message_ccsid))

@@ -18,8 +18,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..charsets import UnknownCcsid, code_page
-from ..errors import AttachmentError, IncompleteAttachmentError
+from ..charsets import CharsetPolicy, CodePage, UnknownCcsid
+from ..errors import AttachmentError, IncompleteAttachmentError, UnsupportedEncodingError
 from ..messages import PhysicalMessage
 from ..mq.encoding import integer_order
 from ..mq.mqmd import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE
@@ -42,13 +42,11 @@ def sequence_correl_id(key: bytes, k: int) -> bytes:
     return key + k.to_bytes(4, "big") + SEQUENCE_ZERO_TAIL
 
 
-def message_code_page(message: PhysicalMessage, default_ccsid: int):
-    """The code page of a message's characters; CCSID 0 (queue manager's) falls back to the default."""
-    ccsid = message.descriptor.ccsid or default_ccsid
+def message_code_page(message: PhysicalMessage, charsets: CharsetPolicy) -> CodePage:
+    """The code page of a message's characters, or UnsupportedEncodingError naming the message."""
     try:
-        return code_page(ccsid)
+        return charsets.code_page_for(message.descriptor.ccsid)
     except UnknownCcsid as e:
-        from ..errors import UnsupportedEncodingError
         raise UnsupportedEncodingError(str(e), message.location()) from None
 
 
@@ -133,7 +131,7 @@ def _choose_sequence_order(candidates: List[Tuple[bytes, PhysicalMessage]],
     return "little" if little and max(little) < max(big) else "big"
 
 
-def assemble(messages: Iterable[PhysicalMessage], default_ccsid: int = 1208) -> Assembly:
+def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = CharsetPolicy()) -> Assembly:
     headers: List[PhysicalMessage] = []
     subordinates: List[PhysicalMessage] = []
     for m in messages:
@@ -159,7 +157,7 @@ def assemble(messages: Iterable[PhysicalMessage], default_ccsid: int = 1208) -> 
                                   f"{correl.hex().upper()}", group[1].location())
         hm = group[0]
         header = parse_header(hm.payload, integer_order(hm.descriptor.encoding),
-                              message_code_page(hm, default_ccsid), hm.location())
+                              message_code_page(hm, charsets), hm.location())
         roles[(hm.source, hm.index)] = (ROLE_HEADER, None, None)
         app_group = by_correl.get(header.message_correl_id, [])
         for m in app_group:

@@ -1,0 +1,1 @@
+"""The thin Spark layer: DataSource classes over the Spark-free catalog and codecs."""

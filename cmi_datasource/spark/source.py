@@ -1,0 +1,155 @@
+"""``spark.read.format("cmi")``: SAS datasets and files from captured CMI message-queue traffic.
+
+Example (runnable in a notebook after ``pip install cmi-datasource``)::
+
+    df = spark.read.format("cmi").load("sample_queues/mixed_types.dmp")
+    df.show()
+    spark.read.format("cmi").option("view", "attachments").load("sample_queues/").show()
+
+Options (names are case-insensitive):
+
+=================  ==========================================================================
+``path``           via ``load()``: a dump file, a directory (read recursively), a glob, or a
+                   list of them. Attachments may span files of one load.
+``view``           ``dataset`` (default): the observations of one SAS dataset.
+                   ``attachments``: one row per attachment (key, kind, name, completeness, ...).
+                   ``variables``: one row per variable per dataset, like PROC CONTENTS.
+                   ``files``: one row per external file attachment with its content.
+                   ``messages``: one row per physical message with its MQMD fields and CMI role.
+``dataset``        ``LIB.MEMBER`` (or ``MEMBER``), case-insensitive: which dataset to read.
+``attachment``     32 hex digits: which attachment to read, by key.
+``ccsid``          read characters in this CCSID whatever the messages say (e.g. ``1252``).
+``defaultCcsid``   CCSID for messages whose CodedCharSetId is 0 (default 1208, UTF-8).
+``temporalTypes``  ``true`` (default): numerics with date/datetime/time formats become
+                   ``date``/``timestamp_ntz``/``time``; ``false`` keeps them as SAS numbers.
+``batchRows``      observations per Arrow record batch (default 65536).
+=================  ==========================================================================
+
+With no ``dataset``/``attachment``: the only complete dataset; several complete datasets
+with identical variables are unioned; otherwise an error lists the candidates.
+"""
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Iterator, List, Tuple
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructField, StructType
+
+from ..catalog import VIEW_SCHEMAS, AttachmentPlan, Capture, dataset_batches, files_table, messages_table
+from ..cmi.header import ATTACHMENT_DATASET
+from ..payload.sas_dataset import arrow_schema
+from .options import ReadOptions
+
+_CAPTURE_CACHE: "OrderedDict[tuple, Capture]" = OrderedDict()
+_CAPTURE_CACHE_SIZE = 4
+
+
+def open_capture(options: ReadOptions) -> Capture:
+    """Open (or reuse, within one Python worker) the capture for these paths and charsets.
+
+    The key includes each file's size and mtime, so a changed file is read again.
+    """
+    from ..capture.paths import resolve_paths
+    files = resolve_paths(options.paths)
+    key = (tuple((f, os.path.getsize(f), os.path.getmtime(f)) for f in files), options.charsets)
+    capture = _CAPTURE_CACHE.get(key)
+    if capture is None:
+        capture = Capture.open(files, options.charsets)
+        _CAPTURE_CACHE[key] = capture
+        while len(_CAPTURE_CACHE) > _CAPTURE_CACHE_SIZE:
+            _CAPTURE_CACHE.popitem(last=False)
+    return capture
+
+
+def spark_schema(arrow: pa.Schema) -> StructType:
+    """Spark schema of an Arrow schema, carrying column metadata (label, format, ...) across."""
+    converted = from_arrow_schema(pa.schema([f.remove_metadata() for f in arrow]), prefer_timestamp_ntz=True)
+    fields = []
+    for spark_field, arrow_field in zip(converted.fields, arrow):
+        metadata = {k.decode(): v.decode() for k, v in (arrow_field.metadata or {}).items()}
+        if "sas_length" in metadata:
+            metadata["sas_length"] = int(metadata["sas_length"])
+        fields.append(StructField(spark_field.name, spark_field.dataType, True, metadata))
+    return StructType(fields)
+
+
+class CmiDataSource(DataSource):
+    __doc__ = __doc__
+
+    @classmethod
+    def name(cls) -> str:
+        return "cmi"
+
+    def __init__(self, options):
+        super().__init__(options)
+        self.read_options = ReadOptions.parse(dict(options))
+
+    def _dataset_arrow_schema(self) -> pa.Schema:
+        o = self.read_options
+        capture = open_capture(o)
+        chosen = capture.select_datasets(o.dataset, o.attachment)
+        return arrow_schema(capture.layout(chosen[0]), o.temporal)
+
+    def schema(self) -> StructType:
+        o = self.read_options
+        if o.view == "dataset":
+            return spark_schema(self._dataset_arrow_schema())
+        return spark_schema(VIEW_SCHEMAS[o.view])
+
+    def reader(self, schema: StructType) -> "CmiReader":
+        return CmiReader(self.read_options, schema)
+
+
+class CmiPartition(InputPartition):
+    def __init__(self, kind: str, value):
+        super().__init__(value)
+        self.kind = kind
+
+
+class CmiReader(DataSourceReader):
+    def __init__(self, options: ReadOptions, schema: StructType):
+        self.options = options
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+
+    def partitions(self) -> List[CmiPartition]:
+        o = self.options
+        capture = open_capture(o)
+        if o.view == "dataset":
+            return [CmiPartition("dataset", capture.plan(a))
+                    for a in capture.select_datasets(o.dataset, o.attachment)]
+        if o.view == "files":
+            return [CmiPartition("file", capture.plan(a))
+                    for a in capture.file_attachments() if a.complete] or [CmiPartition("empty", None)]
+        if o.view == "messages":
+            return [CmiPartition("messages", path) for path in capture.paths]
+        return [CmiPartition(o.view, None)]
+
+    def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        # Spark compares the batch schema with its own exactly (types, order, nullability).
+        return pa.RecordBatch.from_arrays(batch.columns, schema=self.arrow_schema)
+
+    def _table_batches(self, table: pa.Table) -> Iterator[pa.RecordBatch]:
+        for batch in table.to_batches(max_chunksize=self.options.batch_rows):
+            yield self._conform(batch)
+
+    def read(self, partition: CmiPartition) -> Iterator[pa.RecordBatch]:
+        o = self.options
+        if partition.kind == "dataset":
+            plan: AttachmentPlan = partition.value
+            for batch in dataset_batches(plan, o.batch_rows, o.temporal):
+                yield self._conform(batch)
+        elif partition.kind == "file":
+            yield from self._table_batches(files_table([partition.value]))
+        elif partition.kind == "messages":
+            capture = open_capture(o)
+            mine = [m for m in capture.messages if m.source == partition.value]
+            keys = [a.key for a in capture.attachments if a.entry.attachment_type == ATTACHMENT_DATASET]
+            yield from self._table_batches(messages_table(mine, capture.assembly, keys))
+        elif partition.kind == "attachments":
+            yield from self._table_batches(open_capture(o).attachments_table())
+        elif partition.kind == "variables":
+            yield from self._table_batches(open_capture(o).variables_table())
