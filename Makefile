@@ -1,0 +1,38 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+# Each creates .venv and installs what it needs; Java 17 must be on the machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export SPARK_CONF_DIR := $(CURDIR)/conf
+export PYSPARK_PYTHON := $(CURDIR)/$(PY)
+export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
+# Driver and Python workers import the working tree, never a stale installed copy.
+export PYTHONPATH := $(CURDIR)
+SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
+
+.PHONY: demo test samples check-java clean
+
+# A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
+# pyspark_* modules on sys.path, which an editable install's import hook would hide.
+$(STAMP): $(SOURCES)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet ".[test]"
+	touch $(STAMP)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "Java is missing: Spark needs Java 17 (e.g. apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@java -version 2>&1 | grep -Eq 'version "(17|21)' || { echo "Java 17 is required, found: $$(java -version 2>&1 | head -1)"; exit 1; }
+
+demo: $(STAMP) check-java
+	$(PY) scripts/demo.py
+
+test: $(STAMP) check-java
+	$(PY) -m pytest -q
+
+samples: $(STAMP)
+	$(PY) scripts/make_samples.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache spark-warehouse

@@ -1,0 +1,135 @@
+"""Regenerate sample_queues/: small dmpmqmsg dumps of CMI traffic, byte-stable.
+
+    .venv/bin/python scripts/make_samples.py [out_dir]
+
+Every dump is written by the project's own reverse codec with fixed ids and times,
+so running this again gives identical files (the tests check that).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+
+import pyarrow as pa
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from cmi_datasource.capture.dmpmqmsg import write_dump  # noqa: E402
+from cmi_datasource.charsets import code_page  # noqa: E402
+from cmi_datasource.cmi.assembly import count_correl_id, sequence_correl_id  # noqa: E402
+from cmi_datasource.cmi.header import ATTACHMENT_TEXT_FILE, AttachmentEntry, CmiHeader, build_header  # noqa: E402
+from cmi_datasource.cmi.wire import FieldWriter, WireFormat  # noqa: E402
+from cmi_datasource.dump_writer import DatasetToWrite, FileToWrite, WriteOptions, write_attachments_dump  # noqa: E402
+from cmi_datasource.mq.mqmd import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, Descriptor  # noqa: E402
+from cmi_datasource.payload.external_file import file_payloads, text_records  # noqa: E402
+
+CREATED = "Sat Jan  1 00:00:00 2000"
+
+
+def field(name, arrow_type, label="", fmt=None, sas_length=None):
+    metadata = {"label": label}
+    if fmt:
+        metadata["format"] = fmt
+    if sas_length:
+        metadata["sas_length"] = str(sas_length)
+    return pa.field(name, arrow_type, metadata=metadata)
+
+
+def mixed_types_table() -> pa.Table:
+    schema = pa.schema([
+        field("ID", pa.int64(), "Customer id", "8."),
+        field("NAME", pa.string(), "Customer name", "$20.", sas_length=20),
+        field("CITY", pa.string(), "City"),
+        field("BALANCE", pa.float64(), "Account balance", "COMMA12.2"),
+        field("SCORE", pa.float64(), "Risk score (4-byte numeric)", "BEST8.", sas_length=4),
+        field("OPENED", pa.date32(), "Date opened", "DATE9."),
+        field("UPDATED", pa.timestamp("us"), "Last update", "DATETIME20."),
+        field("CUTOFF", pa.time64("us"), "Daily cut-off", "TIME8."),
+        field("ACTIVE", pa.bool_(), "Active flag", "1."),
+    ])
+    return pa.table({
+        "ID": [1, 2, 3, 4, 5, 6],
+        "NAME": ["Ada Lovelace", "Grace Hopper", "Jürgen Müller", "Zoë Saldaña", None, "Søren Kierkegaard"],
+        "CITY": ["London", "New York", "München", "São Paulo", "", "København"],
+        "BALANCE": [1234.56, -98.5, None, 1e9, 0.0, 42.0],
+        "SCORE": [0.5, 0.25, 0.125, None, 1.0, 3.0],
+        "OPENED": [dt.date(1815, 12, 10), dt.date(1906, 12, 9), None, dt.date(1978, 6, 12),
+                   dt.date(1960, 1, 1), dt.date(2024, 2, 29)],
+        "UPDATED": [dt.datetime(2024, 1, 15, 9, 30), dt.datetime(1999, 12, 31, 23, 59, 59), None,
+                    dt.datetime(2000, 2, 29, 12, 0, 0, 250000), dt.datetime(1960, 1, 1), dt.datetime(2026, 11, 21, 8)],
+        "CUTOFF": [dt.time(17, 0), dt.time(16, 30), dt.time(0, 0), None, dt.time(23, 59, 59), dt.time(12)],
+        "ACTIVE": [True, False, True, None, True, False],
+    }, schema=schema)
+
+
+def latin1_table() -> pa.Table:
+    schema = pa.schema([field("REGION", pa.string(), "Region"), field("SALES", pa.float64(), "Sales", "DOLLAR12.2"),
+                        field("MONTH", pa.date32(), "Month", "MONYY7.")])
+    return pa.table({"REGION": ["Nord", "Süd", "Île-de-France", "Ørestad"],
+                     "SALES": [1500.25, 980.0, None, 12.5],
+                     "MONTH": [dt.date(2024, 1, 1), dt.date(2024, 2, 1), dt.date(2024, 3, 1), None]}, schema=schema)
+
+
+def zos_table() -> pa.Table:
+    schema = pa.schema([field("ACCOUNT", pa.string(), "Account number", sas_length=10),
+                        field("AMOUNT", pa.float64(), "Amount", "12.2"),
+                        field("POSTED", pa.timestamp("us"), "Posted at", "DATETIME19."),
+                        field("BRANCH", pa.float64(), "Branch (3-byte numeric)", sas_length=3)])
+    return pa.table({"ACCOUNT": ["0012345678", "0098765432", "0055555555"],
+                     "AMOUNT": [-118.625, 1.0, None],
+                     "POSTED": [dt.datetime(2023, 3, 1, 8, 15), None, dt.datetime(1987, 10, 19, 16)],
+                     "BRANCH": [101.0, 2048.0, None]}, schema=schema)
+
+
+def seed000_external_file(path: str) -> None:
+    """Seed 000's example, byte for byte: correlids 1111.., 2222.., 3333.., a 3-message text file."""
+    codepage = code_page(819)
+    wire = WireFormat(">", 4, True)
+    key = bytes.fromhex("33" * 16)
+    header = CmiHeader(bytes.fromhex("11" * 16) + bytes(8), 1, bytes(24), bytes.fromhex("22" * 16) + bytes(8),
+                       (AttachmentEntry(ATTACHMENT_TEXT_FILE, key + bytes(8), "FILENAME", "d:\\mytext.txt",
+                                        "Text file...", 0, 0),), wire)
+    text = "First line of the text file.\nSecond line.\nThird and last line.\n"
+    records = text_records(text, codepage)
+    prologue = file_payloads([], 80, len(codepage.encode(text)), wire, 32768)[0]
+    body = [file_payloads(records[:2], 80, 0, wire, 32768)[1], file_payloads(records[2:], 80, 0, wire, 32768)[1]]
+    sequenced = [prologue] + body
+
+    def md(msg_type, correl, n):
+        return Descriptor(version=2, msg_type=msg_type, encoding=273, ccsid=819, correl_id=correl,
+                          msg_id=bytes([n]) * 24, put_date="20000101", put_time="00000000", persistence=1,
+                          priority=0, format="        ")
+
+    messages = [(md(MSGTYPE_CMI_HEADER, header.header_correl_id, 1), build_header(header, codepage)),
+                (md(MSGTYPE_CMI_SUBORDINATE, header.message_correl_id, 2),
+                 b"This is the actual application message.")]
+    for k, payload in enumerate(sequenced, start=1):
+        messages.append((md(MSGTYPE_CMI_SUBORDINATE, sequence_correl_id(key, k), 2 + k), payload))
+    messages.append((md(MSGTYPE_CMI_SUBORDINATE, count_correl_id(key), 9), FieldWriter(wire).int32(3).getvalue()))
+    with open(path, "wb") as out:
+        write_dump(out, messages, queue_manager="QM1", queue="SAS.CMI.QUEUE", created=CREATED)
+
+
+def main(out_dir: str) -> None:
+    os.makedirs(out_dir, exist_ok=True)
+
+    def dump(name, datasets=(), files=(), **options):
+        with open(os.path.join(out_dir, name), "wb") as out:
+            write_attachments_dump(out, datasets, files, WriteOptions(deterministic_seed=name, **options))
+
+    dump("mixed_types.dmp", [DatasetToWrite(mixed_types_table(), "WORK", "CUSTOMERS", description="Customer extract")],
+         application_message="Nightly customer extract", max_message_bytes=256)
+    dump("big_endian_273_819.dmp", [DatasetToWrite(latin1_table(), "SALES", "MONTHLY", description="Monthly sales")],
+         encoding=273, ccsid=819, application_message="Sales, Latin-1, big-endian")
+    dump("zos_785_37.dmp", [DatasetToWrite(zos_table(), "PROD", "LEDGER", description="z/OS ledger")],
+         encoding=785, ccsid=37, application_message="Ledger from z/OS")
+    dump("files.dmp", files=[FileToWrite("report.txt", text="Quarterly report\nRevenue: 1.2M\nStatus: grün\n"),
+                             FileToWrite("logo.bin", content=bytes(range(256)) * 4, lrecl=100)],
+         application_message="Report and logo")
+    seed000_external_file(os.path.join(out_dir, "seed000_external_file.dmp"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                          "..", "sample_queues"))
