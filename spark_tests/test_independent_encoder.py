@@ -344,6 +344,8 @@ def test_incomplete_attachment_missing_sequenced_message(tmp_path, removed):
     with pytest.raises(IncompleteAttachmentError) as info:
         cap.dataset_table()
     assert isinstance(info.value, CmiFormatError)
+    assert info.value.source == str(tmp_path / "capture.dmp")
+    assert hasattr(info.value, "message_index") and hasattr(info.value, "offset")
     # the other attachments are unaffected
     check_files(cap)
 
