@@ -46,13 +46,27 @@ class _MessageRecord:
         return bool(self.data_parts)
 
 
-def _lines(data: bytes) -> Iterator[Tuple[int, bytes]]:
-    """(byte offset, line without its line end) for every line."""
-    offset = 0
-    for raw in data.split(b"\n"):
-        line = raw[:-1] if raw.endswith(b"\r") else raw
-        yield offset, line
-        offset += len(raw) + 1
+_END_OF_X_RUN = re.compile(rb"\n(?!X)")
+_HEX_DIGITS = b"0123456789ABCDEFabcdef"
+
+
+def _decode_plain_x_run(run: bytes) -> Optional[bytes]:
+    """Bytes of a run of plain ``X <hex>`` lines, or None when the run needs line-by-line
+    parsing (ASCII columns, CR line ends, odd or bad lines: the slow path reports those)."""
+    lines = run.split(b"\n")
+    if any(n & 1 for n in set(map(len, lines))):
+        return None
+    digits = b"".join(lines).replace(b"X ", b"")
+    if len(digits) != sum(map(len, lines)) - 2 * len(lines) or digits.translate(None, _HEX_DIGITS):
+        return None
+    return bytes.fromhex(digits.decode("ascii"))
+
+
+def _x_lines(run: bytes, offset: int) -> Iterator[Tuple[int, bytes]]:
+    """(file offset, hex digits) of each X line of a run."""
+    for line in run.split(b"\n"):
+        yield offset, _hex_of_x_line(line[:-1] if line.endswith(b"\r") else line)
+        offset += len(line) + 1
 
 
 def _parse_int(value: bytes, where: Location, code: str) -> int:
@@ -139,15 +153,12 @@ def _finish(record: _MessageRecord, source: str, index: int, end: int) -> Physic
 
 
 def _decode_hex(hex_lines: List[Tuple[int, bytes]], source: str, index: int, start: int) -> bytes:
-    # All the X lines of a run are decoded at once; a bad line is located only on failure.
-    try:
-        return bytes.fromhex(b"".join(h for _, h in hex_lines).decode("ascii"))
-    except (ValueError, UnicodeDecodeError):
-        for offset, h in hex_lines:
-            if len(h) % 2 or _HEX_RUN.fullmatch(h) is None:
-                raise DumpSyntaxError(f"X line holds {h[:60]!r}, not an even run of hex digits",
-                                      Location(source, index, offset)) from None
-        raise DumpSyntaxError("X lines hold invalid hex", Location(source, index, start)) from None
+    # The line-by-line path: every line must hold whole bytes of hex on its own.
+    for offset, h in hex_lines:
+        if len(h) % 2 or _HEX_RUN.fullmatch(h) is None:
+            raise DumpSyntaxError(f"X line holds {h[:60]!r}, not an even run of hex digits",
+                                  Location(source, index, offset))
+    return bytes.fromhex(b"".join(h for _, h in hex_lines).decode("ascii"))
 
 
 def parse_dump(data: bytes, source: str, base_offset: int = 0,
@@ -173,12 +184,31 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
                                  Location(source, index, record.start))
         return _finish(record, source, index, end)
 
-    for rel, line in _lines(data):
-        offset = base_offset + rel
-        if not line.strip():
-            continue
+    pos, size = 0, len(data)
+    while pos < size:
+        end = data.find(b"\n", pos)
+        end = size if end < 0 else end
+        line = data[pos:end]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        offset = base_offset + pos
         tag = line[:1]
-        if tag == b"*":
+        if tag == b"X" and record is not None:
+            # A whole run of X lines at once: this is where nearly all of a dump's bytes are.
+            run_end = _END_OF_X_RUN.search(data, pos)
+            run_end = size if run_end is None else run_end.start()
+            run = data[pos:run_end]
+            fast = _decode_plain_x_run(run)
+            if fast is None:
+                record.hex_lines.extend(_x_lines(run, base_offset + pos))
+            else:
+                flush_hex()
+                record.data_parts.append(fast)
+            last_line_start = base_offset + run_end
+            pos = run_end + 1
+            continue
+        pos = end + 1
+        if not line.strip() or tag == b"*":
             continue
         if tag in (b"A", b"N"):
             if record is not None and (record.has_data or record.hex_lines):
@@ -199,14 +229,11 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
             if record is None:
                 raise DumpSyntaxError(f"{tag.decode()} data line before any A or N line",
                                       Location(source, index, offset))
-            if tag == b"X":
-                record.hex_lines.append((offset, _hex_of_x_line(line)))
+            flush_hex()
+            if tag == b"S":
+                record.data_parts.append(_parse_string_line(line, Location(source, index, offset)))
             else:
-                flush_hex()
-                if tag == b"S":
-                    record.data_parts.append(_parse_string_line(line, Location(source, index, offset)))
-                else:
-                    record.data_parts.append(line[2:] + b"\n")
+                record.data_parts.append(line[2:] + b"\n")
             last_line_start = offset + len(line)
             continue
         raise DumpSyntaxError(f"line starts with {line[:10]!r}: not a comment, attribute or data line",

@@ -151,7 +151,8 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
     roles: Dict[Tuple[str, int], Tuple[str, Optional[bytes], Optional[int]]] = {}
     attachments: List[Attachment] = []
     seen_keys: Dict[bytes, PhysicalMessage] = {}
-    for correl, group in _dedupe(headers).items():
+    header_groups = _dedupe(headers)
+    for correl, group in header_groups.items():
         if len(group) > 1:
             raise AttachmentError(f"{len(group)} different header messages share CorrelId "
                                   f"{correl.hex().upper()}", group[1].location())
@@ -194,9 +195,9 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                     att.sequenced[k] = m
             attachments.append(att)
     # Duplicates that were dropped take the role of the message they repeat.
-    for m in subordinates + headers:
+    for m, groups in [(m, by_correl) for m in subordinates] + [(m, header_groups) for m in headers]:
         if (m.source, m.index) not in roles:
-            for other in by_correl.get(m.descriptor.correl_id, []):
+            for other in groups.get(m.descriptor.correl_id, []):
                 if other.payload == m.payload and (other.source, other.index) in roles:
                     roles[(m.source, m.index)] = roles[(other.source, other.index)]
                     break
