@@ -353,7 +353,11 @@ class ObservationDecoder:
                               & (safe < (MAX_SAS_DAY + 1) * SECONDS_PER_DAY))
             if bad.any():
                 fail(bad, "outside the datetimes of years 1 .. 9999")
-            micros = np.rint(safe * 1e6).astype(np.int64) - EPOCH_SHIFT_SECONDS * 1_000_000
+            # Whole seconds and the fraction apart: safe * 1e6 would add a rounding error that
+            # shifts the microsecond of late datetimes.
+            whole = np.floor(safe)
+            micros = (whole.astype(np.int64) * 1_000_000 + np.rint((safe - whole) * 1e6).astype(np.int64)
+                      - EPOCH_SHIFT_SECONDS * 1_000_000)
             return pa.array(micros, type=pa.timestamp("us"), mask=missing)
         bad = present & ~((safe >= 0) & (safe < SECONDS_PER_DAY))
         if bad.any():

@@ -101,14 +101,16 @@ def _numbers(column: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
     t = column.type
     missing = column.is_null().to_numpy(zero_copy_only=False)
     if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_floating(t):
-        values = pc.cast(column, pa.float64()).fill_null(0).to_numpy(zero_copy_only=False)
+        # SAS numerics are doubles: integers beyond 2**53 round, as they do in SAS itself.
+        values = pc.cast(column, pa.float64(), safe=False).fill_null(0).to_numpy(zero_copy_only=False)
     elif pa.types.is_date(t):
         days = pc.cast(pc.cast(column, pa.date32()), pa.int32()).fill_null(0).to_numpy(zero_copy_only=False)
         values = days.astype(np.float64) + EPOCH_SHIFT_DAYS
     elif pa.types.is_timestamp(t):
         naive = column.cast(pa.timestamp("us", t.tz)) if t.unit != "us" else column
         micros = pc.cast(naive, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
-        values = micros / 1e6 + EPOCH_SHIFT_SECONDS
+        # One correctly rounded division, so the nearest double to the instant is written.
+        values = (micros + EPOCH_SHIFT_SECONDS * 1_000_000) / 1e6
     else:  # time
         nanos = pc.cast(column.cast(pa.time64("ns")), pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
         values = nanos / 1e9
