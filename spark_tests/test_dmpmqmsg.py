@@ -299,27 +299,19 @@ def test_bad_hex_reports_file_message_and_byte_offset_of_the_line(tmp_path):
     assert e.value.location.file_offset == data.index(b"X 45ZZ")
 
 
-def test_odd_number_of_hex_digits_on_a_line_is_an_error():
-    data = b"N\nX 414\n"
+@pytest.mark.parametrize("data, bad_line, message_index", [
+    (b"N\nX 414\n", b"X 414", 0),  # odd number of hex digits
+    # Every X line holds whole bytes (IBM's ConvertHex rejects a dangling digit per line),
+    # even when the next line would complete the byte.
+    (b"N\nX 414\nX 2\n", b"X 414", 0),
+    (b"A MST 8\nA COI 01GG\nX 00\n", b"A COI", 0),  # bad hex in an attribute
+    (b"A MST 8\nX 41\nQ what is this\n", b"Q what", 0),  # unrecognised line
+])
+def test_syntax_errors_point_at_the_bad_line(data, bad_line, message_index):
     with pytest.raises(DumpSyntaxError) as e:
         parse(data)
-    assert e.value.offset == data.index(b"X 414")
-
-
-def test_odd_hex_line_is_an_error_even_when_the_next_line_completes_the_byte():
-    # Every X line holds whole bytes (IBM's ConvertHex rejects a dangling digit per line).
-    data = b"N\nX 414\nX 2\n"
-    with pytest.raises(DumpSyntaxError) as e:
-        parse(data)
-    assert e.value.offset == data.index(b"X 414")
-
-
-def test_bad_hex_in_an_attribute():
-    data = b"A MST 8\nA COI 01GG\nX 00\n"
-    with pytest.raises(DumpSyntaxError) as e:
-        parse(data)
-    assert e.value.offset == data.index(b"A COI")
-    assert e.value.message_index == 0
+    assert e.value.offset == data.index(bad_line)
+    assert e.value.message_index == message_index
 
 
 def test_unknown_attribute_code():
@@ -348,13 +340,6 @@ def test_attributes_without_data_at_end_of_file_is_truncated(tmp_path):
     assert e.value.source == path
     assert e.value.message_index == 1
     assert e.value.offset == data.index(b"A MST 100001")
-
-
-def test_unrecognised_line():
-    data = b"A MST 8\nX 41\nQ what is this\n"
-    with pytest.raises(DumpSyntaxError) as e:
-        parse(data)
-    assert e.value.offset == data.index(b"Q what")
 
 
 def test_errors_of_a_slice_use_whole_file_offsets_and_indexes():
