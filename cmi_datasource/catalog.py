@@ -15,11 +15,10 @@ from .capture.paths import resolve_paths
 from .capture.readers import MessageSpan, read_capture, read_spans, span_of
 from .charsets import CharsetPolicy
 from .cmi.assembly import Assembly, Attachment, assemble, message_code_page
-from .cmi.header import ATTACHMENT_DATASET, ATTACHMENT_TEXT_FILE
+from .cmi.header import ATTACHMENT_DATASET
 from .cmi.wire import WireFormat
-from .errors import CmiFormatError, CmiOptionError, IncompleteAttachmentError
+from .errors import CmiFormatError, CmiOptionError
 from .messages import PhysicalMessage
-from .mq.mqmd import MSGTYPE_CMI_SUBORDINATE
 from .payload.external_file import read_external_file
 from .payload.sas_dataset import (DEFAULT_BATCH_ROWS, DatasetLayout, arrow_schema, iter_observation_batches,
                                   read_layout, record_type_of)
@@ -217,13 +216,20 @@ class Capture:
     def file_attachments(self) -> List[Attachment]:
         return [a for a in self.attachments if a.entry.attachment_type != ATTACHMENT_DATASET]
 
+    def files_table(self) -> pa.Table:
+        """The complete external files (incomplete ones are listed by attachments_table)."""
+        chosen = [a for a in self.file_attachments() if a.complete]
+        return files_table([self.plan(a) for a in chosen], [a.ordered_messages() for a in chosen])
 
-def files_table(plans: Sequence[AttachmentPlan]) -> pa.Table:
+
+def files_table(plans: Sequence[AttachmentPlan],
+                messages: Optional[Sequence[Sequence[PhysicalMessage]]] = None) -> pa.Table:
+    """One row per external file; ``messages`` (per plan) saves re-reading them from disk."""
     rows = []
-    for plan in plans:
-        messages = plan.messages()
-        f = read_external_file(messages, plan.wire, plan.kind == "text")
-        codepage = message_code_page(messages[0], plan.charsets)
+    for i, plan in enumerate(plans):
+        sequenced = plan.messages() if messages is None else messages[i]
+        f = read_external_file(sequenced, plan.wire, plan.kind == "text")
+        codepage = message_code_page(sequenced[0], plan.charsets)
         rows.append({"attachment": plan.key_hex, "name": plan.name, "kind": plan.kind, "lrecl": f.lrecl,
                      "size": f.declared_size, "content": f.content, "text": f.text(codepage)})
     return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)

@@ -2,16 +2,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
-import shutil
 
 import pyarrow as pa
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql.types import DateType, DoubleType, StringType, TimestampNTZType, TimeType
 
-from cmi_datasource.dump_writer import DatasetToWrite, FileToWrite, WriteOptions, write_attachments_dump
+from cmi_datasource.dump_writer import DatasetToWrite, WriteOptions, write_attachments_dump
 
 pytestmark = pytest.mark.spark
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from typing import Iterator, List, Tuple
+from typing import Iterator, List
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition

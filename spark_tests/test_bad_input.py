@@ -1,0 +1,102 @@
+"""Declared lengths and counts are untrusted: each lie raises a typed error naming where it is."""
+from __future__ import annotations
+
+import struct
+
+import pyarrow as pa
+import pytest
+
+from cmi_datasource.catalog import Capture
+from cmi_datasource.cmi.assembly import assemble
+from cmi_datasource.dump_writer import DatasetToWrite, FileToWrite, build_messages
+from cmi_datasource.errors import AttachmentError, CmiFormatError, DumpSyntaxError, TruncatedError
+from cmi_datasource.capture.dmpmqmsg import write_dump
+
+from test_assembly import physical
+
+
+def capture(pairs) -> Capture:
+    messages = physical(pairs)
+    return Capture(["memory.dmp"], messages, assemble(messages))
+
+
+def patched(pairs, index, payload):
+    pairs = list(pairs)
+    pairs[index] = (pairs[index][0], payload)
+    return pairs
+
+
+def dataset_pairs():
+    table = pa.table({"X": pa.array([1.0, 2.0]), "NAME": ["a", "bb"]})
+    return build_messages([DatasetToWrite(table, "LIB", "DS", label="A label")])
+
+
+def test_string_length_pointing_past_the_end_of_the_definition():
+    pairs = dataset_pairs()
+    definition = pairs[2][1]  # sequenced 1: record type, version, dataset type, label, ...
+    # The dataset-type length (a little-endian long after type and version) claims 1 GB.
+    lying = definition[:8] + struct.pack("<i", 1 << 30) + definition[12:]
+    cap = capture(patched(pairs, 2, lying))
+    with pytest.raises(TruncatedError) as e:
+        cap.dataset_table()
+    assert e.value.source == "memory.dmp" and e.value.message_index == 2
+    assert e.value.offset == 12  # right after the length field that lied
+    assert "remain" in str(e.value)
+
+
+def test_variable_count_larger_than_the_definitions_can_hold():
+    pairs = dataset_pairs()
+    definition = bytearray(pairs[2][1])
+    # nvars follows version, two strings and nobs; find it as the long after nobs = 2.
+    nobs_at = bytes(definition).index(struct.pack("<ii", 2, 2))
+    definition[nobs_at + 4:nobs_at + 8] = struct.pack("<i", 10_000_000)
+    cap = capture(patched(pairs, 2, bytes(definition)))
+    with pytest.raises(CmiFormatError, match="10000000 variables") as e:
+        cap.dataset_table()
+    assert e.value.message_index == 3
+
+
+def test_header_attachment_count_larger_than_the_header():
+    pairs = dataset_pairs()
+    header = bytearray(pairs[0][1])
+    header[76:80] = struct.pack("<i", 2 ** 31 - 1)  # after 24 + long + 24 + 24 bytes
+    with pytest.raises(AttachmentError) as e:
+        capture(patched(pairs, 0, bytes(header)))
+    assert e.value.message_index == 0 and "no CMI layout" in str(e.value)
+
+
+def test_file_record_length_past_the_end():
+    pairs = build_messages(files=[FileToWrite("a.bin", content=b"0123456789", lrecl=4)])
+    records = bytearray(pairs[3][1])  # sequenced 2: {long length, bytes}...
+    records[0:4] = struct.pack("<i", 999)
+    cap = capture(patched(pairs, 3, bytes(records)))
+    with pytest.raises(TruncatedError) as e:
+        cap.files_table()
+    assert e.value.message_index == 3 and e.value.offset == 4
+
+
+def test_dump_cut_in_the_middle_of_a_line(tmp_path):
+    path = tmp_path / "cut.dmp"
+    with open(path, "wb") as f:
+        write_dump(f, dataset_pairs())
+    data = path.read_bytes()
+    cut = data.index(b"X ", len(data) // 2) + 7  # 5 hex digits into an X line
+    path.write_bytes(data[:cut])
+    with pytest.raises(DumpSyntaxError) as e:
+        Capture.open(str(path))
+    assert e.value.source == str(path) and e.value.offset == data.index(b"X ", len(data) // 2)
+
+
+def test_dump_cut_at_a_line_end_loses_no_rows_silently(tmp_path):
+    table = pa.table({"X": pa.array([float(i) for i in range(3000)])})
+    path = tmp_path / "cut.dmp"
+    with open(path, "wb") as f:
+        write_dump(f, build_messages([DatasetToWrite(table, "LIB", "DS")]))
+    data = path.read_bytes()
+    last_data_line = data.rindex(b"\nX ", 0, data.rindex(b"* Index")) + 1
+    path.write_bytes(data[:last_data_line])  # the last observation message loses its last line
+    cap = Capture.open(str(path))
+    with pytest.raises(CmiFormatError) as e:
+        cap.dataset_table()
+    assert "incomplete" in str(e.value) or "observation" in str(e.value)
+    assert not cap.attachments[0].complete or e.value.message_index is not None
