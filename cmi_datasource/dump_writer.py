@@ -5,7 +5,8 @@ Used by the sample generator and the tests today, and by the Spark write path.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import BinaryIO, List, Optional, Sequence, Tuple
+import itertools
+from typing import BinaryIO, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -17,7 +18,10 @@ from .cmi.wire import WireFormat
 from .mq.encoding import ENCODING_LITTLE_ENDIAN, float_format, integer_order
 from .mq.mqmd import Descriptor
 from .payload.external_file import binary_records, file_payloads, text_records
-from .payload.sas_dataset_writer import MAX_MESSAGE_BYTES, dataset_payloads
+from .payload.sas_dataset_writer import MAX_MESSAGE_BYTES, DatasetEncoder, plan_variables, string_lengths
+
+DEFAULT_BINARY_LRECL = 256
+DETERMINISTIC_CREATED = "Sat Jan  1 00:00:00 2000"
 
 
 @dataclass(frozen=True)
@@ -53,39 +57,60 @@ class FileToWrite:
     lrecl: Optional[int] = None
 
 
-def build_messages(datasets: Sequence[DatasetToWrite] = (), files: Sequence[FileToWrite] = (),
-                   options: WriteOptions = WriteOptions()) -> List[Tuple[Descriptor, bytes]]:
-    """All physical messages of one header carrying the given attachments."""
+def dataset_attachment(schema: pa.Schema, lengths: Mapping[str, int], nobs: int, batches: Iterable,
+                       library: str, member: str, options: WriteOptions, description: str = "",
+                       label: str = "") -> OutgoingAttachment:
+    """A dataset attachment whose observations are encoded as ``batches`` are consumed.
+
+    ``lengths`` is the longest encoded value of each string column, gathered beforehand
+    (by the Spark tasks, or from a table in memory), since SAS character widths are fixed.
+    """
     codepage = code_page(options.ccsid)
-    wire = options.wire
-    outgoing = []
-    for d in datasets:
-        payloads = dataset_payloads(d.table, codepage, float_format(options.encoding), wire, label=d.label,
-                                    max_payload=options.max_message_bytes, truncate=options.truncate)
-        outgoing.append(OutgoingAttachment(ATTACHMENT_DATASET, d.library.upper(), d.member.upper(),
-                                           d.description, payloads.payloads))
-    for f in files:
-        if f.text is not None:
-            records = text_records(f.text, codepage)
-            size = len(codepage.encode(f.text))
-            kind = ATTACHMENT_TEXT_FILE
-        else:
-            lrecl = f.lrecl or 256
-            records = binary_records(f.content, lrecl)
-            size = len(f.content)
-            kind = ATTACHMENT_BINARY_FILE
-        lrecl = f.lrecl or max((len(r) for r in records), default=0)
-        payloads = file_payloads(records, lrecl, size, wire, options.max_message_bytes)
-        outgoing.append(OutgoingAttachment(kind, "FILENAME", f.name, "", payloads))
-    return attachment_messages(outgoing, application_message=codepage.encode(options.application_message),
-                               codepage=codepage, encoding=options.encoding, wire=wire,
+    variables = plan_variables(schema, lengths, options.truncate)
+    encoder = DatasetEncoder(variables, codepage, float_format(options.encoding), options.wire,
+                             options.max_message_bytes, options.truncate)
+    payloads = itertools.chain(encoder.definition_payloads(nobs, label), encoder.observation_payloads(batches))
+    return OutgoingAttachment(ATTACHMENT_DATASET, library.upper(), member.upper(), description, payloads)
+
+
+def file_attachment(f: FileToWrite, options: WriteOptions) -> OutgoingAttachment:
+    codepage = code_page(options.ccsid)
+    if f.text is not None:
+        records = text_records(f.text, codepage)
+        size = len(codepage.encode(f.text))
+        kind = ATTACHMENT_TEXT_FILE
+    else:
+        records = binary_records(f.content, f.lrecl or DEFAULT_BINARY_LRECL)
+        size = len(f.content)
+        kind = ATTACHMENT_BINARY_FILE
+    lrecl = f.lrecl or max((len(r) for r in records), default=0)
+    payloads = file_payloads(records, lrecl, size, options.wire, options.max_message_bytes)
+    return OutgoingAttachment(kind, "FILENAME", f.name, "", payloads)
+
+
+def stream_messages(attachments: Sequence[OutgoingAttachment],
+                    options: WriteOptions) -> Iterator[Tuple[Descriptor, bytes]]:
+    codepage = code_page(options.ccsid)
+    return attachment_messages(attachments, application_message=codepage.encode(options.application_message),
+                               codepage=codepage, encoding=options.encoding, wire=options.wire,
                                ids=IdSource(options.deterministic_seed),
                                deterministic=options.deterministic_seed is not None)
+
+
+def build_messages(datasets: Sequence[DatasetToWrite] = (), files: Sequence[FileToWrite] = (),
+                   options: WriteOptions = WriteOptions()) -> List[Tuple[Descriptor, bytes]]:
+    """All physical messages of one header carrying the given attachments (held in memory)."""
+    codepage = code_page(options.ccsid)
+    outgoing = [dataset_attachment(d.table.schema, string_lengths(d.table, codepage), d.table.num_rows,
+                                   d.table.to_batches(), d.library, d.member, options, d.description, d.label)
+                for d in datasets]
+    outgoing += [file_attachment(f, options) for f in files]
+    return list(stream_messages(outgoing, options))
 
 
 def write_attachments_dump(out: BinaryIO, datasets: Sequence[DatasetToWrite] = (),
                            files: Sequence[FileToWrite] = (), options: WriteOptions = WriteOptions(),
                            queue_manager: str = "QM1", queue: str = "SAS.CMI.QUEUE") -> int:
     messages = build_messages(datasets, files, options)
-    created = "Sat Jan  1 00:00:00 2000" if options.deterministic_seed is not None else None
+    created = DETERMINISTIC_CREATED if options.deterministic_seed is not None else None
     return write_dump(out, messages, queue_manager=queue_manager, queue=queue, created=created)

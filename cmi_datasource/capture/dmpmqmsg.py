@@ -292,13 +292,16 @@ def _data_lines(payload: bytes, width: int) -> Iterator[bytes]:
         yield b"X " + payload[at:at + width].hex().upper().encode("ascii")
 
 
-def dump_header(queue_manager: str = "", queue: str = "", created: Optional[str] = None) -> bytes:
+def dump_header(queue_manager: str = "", queue: str = "", created: Optional[str] = None,
+                comments: Sequence[str] = ()) -> bytes:
+    """The file header; IBM's loader requires the first line, extra ``*`` lines are comments."""
     created = created or time.strftime("%a %b %d %H:%M:%S %Y")
     lines = [f"* QLOAD Version:8.0 Created:{created}"]
     if queue_manager:
         lines.append(f"* Qmgr  = {queue_manager}")
     if queue:
         lines.append(f"* Queue = {queue}")
+    lines.extend(f"* {c}" for c in comments)
     return ("\n".join(lines) + "\n\n").encode("latin-1")
 
 
@@ -318,9 +321,10 @@ def format_message(descriptor: Optional[Descriptor], payload: bytes, index: Opti
 
 def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[Descriptor], bytes]], *,
                queue_manager: str = "", queue: str = "", created: Optional[str] = None,
-               data_width: int = DEFAULT_DATA_WIDTH, with_index: bool = True) -> int:
+               data_width: int = DEFAULT_DATA_WIDTH, with_index: bool = True,
+               comments: Sequence[str] = ()) -> int:
     """Write a complete dump; returns the number of messages written."""
-    out.write(dump_header(queue_manager, queue, created))
+    out.write(dump_header(queue_manager, queue, created, comments))
     count = 0
     for count, (descriptor, payload) in enumerate(messages, start=1):
         out.write(format_message(descriptor, payload, count if with_index else None, data_width))

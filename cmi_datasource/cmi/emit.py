@@ -6,7 +6,7 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..charsets import CodePage
 from ..mq.mqmd import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, Descriptor
@@ -21,7 +21,7 @@ class OutgoingAttachment:
     qualifier1: str
     qualifier2: str
     description: str
-    payloads: Sequence[bytes]  # sequenced messages 1..N
+    payloads: Iterable[bytes]  # sequenced messages 1..N, consumed once, in order
 
 
 class IdSource:
@@ -45,7 +45,9 @@ class IdSource:
 def attachment_messages(attachments: Sequence[OutgoingAttachment], *, application_message: bytes,
                         codepage: CodePage, encoding: int, wire: WireFormat, ids: IdSource,
                         original_msg_type: int = 8, put_timestamp: Optional[float] = None,
-                        deterministic: bool = False) -> List[Tuple[Descriptor, bytes]]:
+                        deterministic: bool = False) -> Iterator[Tuple[Descriptor, bytes]]:
+    """Messages streamed in writer order; N is counted as the payloads go by, so no
+    attachment is ever held in memory whole."""
     when = time.gmtime(0 if deterministic else (put_timestamp or time.time()))
     put_date = time.strftime("%Y%m%d", when)
     put_time = time.strftime("%H%M%S", when) + "00"
@@ -60,11 +62,31 @@ def attachment_messages(attachments: Sequence[OutgoingAttachment], *, applicatio
                           correl_id=correl_id, put_date=put_date, put_time=put_time,
                           put_appl_type=6, put_appl_name="cmi-datasource".ljust(28))
 
-    out = [(descriptor(MSGTYPE_CMI_HEADER, header_correl), build_header(header, codepage)),
-           (descriptor(MSGTYPE_CMI_SUBORDINATE, message_correl), application_message)]
+    yield descriptor(MSGTYPE_CMI_HEADER, header_correl), build_header(header, codepage)
+    yield descriptor(MSGTYPE_CMI_SUBORDINATE, message_correl), application_message
     for entry, attachment in zip(entries, attachments):
-        for k, payload in enumerate(attachment.payloads, start=1):
-            out.append((descriptor(MSGTYPE_CMI_SUBORDINATE, sequence_correl_id(entry.key, k)), payload))
-        count = FieldWriter(wire).int32(len(attachment.payloads)).getvalue()
-        out.append((descriptor(MSGTYPE_CMI_SUBORDINATE, count_correl_id(entry.key)), count))
-    return out
+        count = 0
+        for count, payload in enumerate(attachment.payloads, start=1):
+            yield descriptor(MSGTYPE_CMI_SUBORDINATE, sequence_correl_id(entry.key, count)), payload
+        yield (descriptor(MSGTYPE_CMI_SUBORDINATE, count_correl_id(entry.key)),
+               FieldWriter(wire).int32(count).getvalue())
+
+
+def header_groups(attachments: Sequence[OutgoingAttachment], codepage: CodePage, wire: WireFormat,
+                  max_payload: int) -> List[List[OutgoingAttachment]]:
+    """Split attachments over as few headers as keep every header message within max_payload."""
+    def size(group) -> int:
+        entries = tuple(AttachmentEntry(a.attachment_type, bytes(24), a.qualifier1, a.qualifier2, a.description)
+                        for a in group)
+        return len(build_header(CmiHeader(bytes(24), 0, bytes(24), bytes(24), entries, wire), codepage))
+
+    groups: List[List[OutgoingAttachment]] = []
+    for a in attachments:
+        if groups and size(groups[-1] + [a]) <= max_payload:
+            groups[-1].append(a)
+        else:
+            if size([a]) > max_payload:
+                raise ValueError(f"the header for attachment {a.qualifier1}.{a.qualifier2} alone exceeds "
+                                 f"{max_payload} bytes; shorten its description")
+            groups.append([a])
+    return groups

@@ -9,7 +9,7 @@ Field metadata ``label``, ``format``, ``informat`` is written through.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +26,7 @@ from .sas_formats import split_display_format
 from .sas_numbers import encode_numbers
 
 MAX_MESSAGE_BYTES = 32768
+MAX_NAME_LENGTH = 32
 
 
 class DatasetEncodeError(ValueError):
@@ -57,28 +58,55 @@ def _type_family(t: pa.DataType) -> str:
                              f"written as SAS variables)")
 
 
-def plan_variables(table: pa.Table, codepage: CodePage, truncate: bool = False) -> List[SasVariable]:
-    variables: List[SasVariable] = []
-    offset = 0
-    for field, column in zip(table.schema, table.columns):
+def string_lengths(data, codepage: CodePage) -> Dict[str, int]:
+    """Longest encoded value of each string column of a batch or table (0 when all null).
+
+    Raises DatasetEncodeError for characters the code page cannot hold.
+    """
+    out: Dict[str, int] = {}
+    for field, column in zip(data.schema, data.columns):
+        if _type_family(field.type) != "string":
+            continue
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         try:
-            family = _type_family(field.type)
+            out[field.name] = max_encoded_length(column, codepage)
+        except UnicodeEncodeError as e:
+            raise DatasetEncodeError(f"column {field.name}: {e.object[e.start:e.end]!r} cannot be "
+                                     f"encoded in {codepage.codec} (CCSID {codepage.ccsid})") from None
+    return out
+
+
+def merge_lengths(a: Mapping[str, int], b: Mapping[str, int]) -> Dict[str, int]:
+    return {k: max(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)}
+
+
+def check_schema(schema: pa.Schema) -> None:
+    """Fail before any data moves when a column cannot become a SAS variable."""
+    for field in schema:
+        try:
+            _type_family(field.type)
         except DatasetEncodeError as e:
             raise DatasetEncodeError(f"column {field.name}: {e}") from None
+        if not field.name or len(field.name) > MAX_NAME_LENGTH:
+            raise DatasetEncodeError(f"column name {field.name!r}: SAS variable names are 1 to "
+                                     f"{MAX_NAME_LENGTH} characters")
+
+
+def plan_variables(schema: pa.Schema, lengths: Mapping[str, int], truncate: bool = False) -> List[SasVariable]:
+    """SAS variables for an Arrow schema; ``lengths`` = longest encoded value per string column."""
+    check_schema(schema)
+    variables: List[SasVariable] = []
+    offset = 0
+    for field in schema:
+        family = _type_family(field.type)
         declared = _meta(field, "sas_length")
         if family == "string":
-            if declared is not None:
-                length = int(declared)
-            else:
-                try:
-                    length = max(max_encoded_length(column.combine_chunks(), codepage), 1)
-                except UnicodeEncodeError as e:
-                    raise DatasetEncodeError(f"column {field.name}: {e.object[e.start:e.end]!r} cannot be "
-                                             f"encoded in {codepage.codec} (CCSID {codepage.ccsid})") from None
+            length = int(declared) if declared is not None else max(lengths.get(field.name, 0), 1)
             if length > MAX_CHARACTER_LENGTH:
                 if not truncate:
                     raise DatasetEncodeError(f"column {field.name} has values of {length} bytes; SAS "
-                                             f"character variables hold at most {MAX_CHARACTER_LENGTH}")
+                                             f"character variables hold at most {MAX_CHARACTER_LENGTH} "
+                                             f"(option truncate=true cuts them)")
                 length = MAX_CHARACTER_LENGTH
         else:
             length = int(declared) if declared is not None else 8
@@ -107,7 +135,9 @@ def _numbers(column: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
         days = pc.cast(pc.cast(column, pa.date32()), pa.int32()).fill_null(0).to_numpy(zero_copy_only=False)
         values = days.astype(np.float64) + EPOCH_SHIFT_DAYS
     elif pa.types.is_timestamp(t):
-        naive = column.cast(pa.timestamp("us", t.tz)) if t.unit != "us" else column
+        # SAS datetimes are naive: a zoned timestamp is written as its wall-clock time in its zone.
+        naive = pc.local_timestamp(column) if t.tz else column
+        naive = naive.cast(pa.timestamp("us")) if naive.type.unit != "us" else naive
         micros = pc.cast(naive, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
         # One correctly rounded division, so the nearest double to the instant is written.
         values = (micros + EPOCH_SHIFT_SECONDS * 1_000_000) / 1e6
@@ -150,15 +180,74 @@ def _truncate_strings(column: pa.Array, codepage: CodePage, width: int) -> pa.Ar
     return pa.array(out, type=pa.string())
 
 
+def _type_int(record_type: int, wire: WireFormat) -> bytes:
+    return FieldWriter(wire).int32(record_type).getvalue()
+
+
 def chunk_stream(record_type: int, data: bytes, wire: WireFormat, max_payload: int) -> List[bytes]:
     """Payloads of one record stream: the type int, then up to max_payload bytes in all."""
     room = max_payload - RECORD_TYPE_SIZE
-    if room <= 0:
-        raise ValueError(f"message size {max_payload} leaves no room for data")
-    type_int = FieldWriter(wire).int32(record_type).getvalue()
     if not data:
-        return [type_int]
-    return [type_int + data[i:i + room] for i in range(0, len(data), room)]
+        return [_type_int(record_type, wire)]
+    return [_type_int(record_type, wire) + data[i:i + room] for i in range(0, len(data), room)]
+
+
+class DatasetEncoder:
+    """Encodes one SAS dataset attachment's sequenced payloads, observations streamed batch by batch."""
+
+    def __init__(self, variables: Sequence[SasVariable], codepage: CodePage, fmt: FloatFormat,
+                 wire: WireFormat, max_payload: int = MAX_MESSAGE_BYTES, truncate: bool = False):
+        if max_payload <= RECORD_TYPE_SIZE:
+            raise ValueError(f"message size {max_payload} leaves no room for data")
+        self.variables = list(variables)
+        self.codepage = codepage
+        self.fmt = fmt
+        self.wire = wire
+        self.max_payload = max_payload
+        self.truncate = truncate
+        self.obs_length = sum(v.length for v in self.variables)
+
+    def _text(self, value: str, what: str) -> bytes:
+        try:
+            return self.codepage.encode(value)
+        except UnicodeEncodeError:
+            raise DatasetEncodeError(f"{what} {value!r} cannot be encoded in {self.codepage.codec}") from None
+
+    def definition_payloads(self, nobs: int, label: str = "", dataset_type: str = "DATA") -> List[bytes]:
+        """The dataset definition (type 1) and variable definition (type 2) messages."""
+        definition = FieldWriter(self.wire)
+        write_record(definition, DATASET_DEFINITION, {
+            "version": 0, "dataset_type": self._text(dataset_type, "dataset type"),
+            "label": self._text(label, "dataset label"), "nobs": nobs, "nvars": len(self.variables),
+            "obs_length": self.obs_length,
+        })
+        variable_stream = FieldWriter(self.wire)
+        for v in self.variables:
+            write_record(variable_stream, VARIABLE_DEFINITION, {
+                "name": self._text(v.name, "variable name"), "format_name": self._text(v.format_name, "format"),
+                "informat_name": self._text(v.informat_name, "informat"),
+                "label": self._text(v.label, f"label of {v.name}"),
+                "type": 1 if v.is_numeric else 2, "length": v.length,
+                "format_width": v.format_width, "format_decimals": v.format_decimals,
+                "informat_width": v.informat_width, "informat_decimals": v.informat_decimals,
+            })
+        return (chunk_stream(RECORD_DATASET, definition.getvalue(), self.wire, self.max_payload)
+                + chunk_stream(RECORD_VARIABLES, variable_stream.getvalue(), self.wire, self.max_payload))
+
+    def observation_payloads(self, batches: Iterable) -> Iterator[bytes]:
+        """Observation messages (type 3), full to max_payload; records straddle messages."""
+        room = self.max_payload - RECORD_TYPE_SIZE
+        type_int = _type_int(RECORD_OBSERVATIONS, self.wire)
+        pending = bytearray()
+        for batch in batches:
+            pending += encode_observations(batch, self.variables, self.codepage, self.fmt, self.obs_length,
+                                           self.truncate)
+            full = len(pending) - len(pending) % room
+            for at in range(0, full, room):
+                yield type_int + bytes(pending[at:at + room])
+            del pending[:full]
+        if pending:
+            yield type_int + bytes(pending)
 
 
 @dataclass(frozen=True)
@@ -171,25 +260,9 @@ class DatasetPayloads:
 def dataset_payloads(table: pa.Table, codepage: CodePage, fmt: FloatFormat, wire: WireFormat, *,
                      label: str = "", dataset_type: str = "DATA", max_payload: int = MAX_MESSAGE_BYTES,
                      truncate: bool = False) -> DatasetPayloads:
-    """All sequenced payloads (1..N) of a dataset attachment for ``table``."""
-    variables = plan_variables(table, codepage, truncate)
-    obs_length = sum(v.length for v in variables)
-    definition = FieldWriter(wire)
-    write_record(definition, DATASET_DEFINITION, {
-        "version": 0, "dataset_type": codepage.encode(dataset_type), "label": codepage.encode(label),
-        "nobs": table.num_rows, "nvars": len(variables), "obs_length": obs_length,
-    })
-    variable_stream = FieldWriter(wire)
-    for v in variables:
-        write_record(variable_stream, VARIABLE_DEFINITION, {
-            "name": codepage.encode(v.name), "format_name": codepage.encode(v.format_name),
-            "informat_name": codepage.encode(v.informat_name), "label": codepage.encode(v.label),
-            "type": 1 if v.is_numeric else 2, "length": v.length,
-            "format_width": v.format_width, "format_decimals": v.format_decimals,
-            "informat_width": v.informat_width, "informat_decimals": v.informat_decimals,
-        })
-    observations = encode_observations(table, variables, codepage, fmt, obs_length, truncate)
-    payloads = (chunk_stream(RECORD_DATASET, definition.getvalue(), wire, max_payload)
-                + chunk_stream(RECORD_VARIABLES, variable_stream.getvalue(), wire, max_payload)
-                + (chunk_stream(RECORD_OBSERVATIONS, observations, wire, max_payload) if observations else []))
+    """All sequenced payloads (1..N) of a dataset attachment for a table held in memory."""
+    variables = plan_variables(table.schema, string_lengths(table, codepage), truncate)
+    encoder = DatasetEncoder(variables, codepage, fmt, wire, max_payload, truncate)
+    payloads = (encoder.definition_payloads(table.num_rows, label, dataset_type)
+                + list(encoder.observation_payloads(table.to_batches())))
     return DatasetPayloads(payloads, variables, table.num_rows)

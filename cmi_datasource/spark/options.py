@@ -2,11 +2,18 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
 
 from ..charsets import CCSID_CODECS, CharsetPolicy
+from ..dump_writer import WriteOptions
 from ..errors import CmiOptionError
+from ..mq.encoding import ENCODING_BIG_ENDIAN, ENCODING_LITTLE_ENDIAN, ENCODING_ZOS
+from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES
+
+# Room for a header with a few attachments and any one variable definition.
+MIN_MESSAGE_BYTES = 512
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 
 VIEWS = ("dataset", "attachments", "variables", "files", "messages")
@@ -79,3 +86,67 @@ class ReadOptions:
                    charsets=CharsetPolicy(default_ccsid, _ccsid(options, "ccsid")),
                    temporal=_bool(options, "temporaltypes", True),
                    batch_rows=_int(options, "batchrows", DEFAULT_BATCH_ROWS))
+
+
+_SAS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+WRITE_KINDS = ("dataset", "text", "binary")
+
+
+@dataclass(frozen=True)
+class SparkWriteOptions:
+    directory: str
+    library: str
+    member: str
+    codec: WriteOptions
+    kind: str = "dataset"
+    description: str = ""
+    label: str = ""
+    attachment_per_partition: bool = False
+    lrecl: Optional[int] = None
+
+    @property
+    def dataset_name(self) -> str:
+        return f"{self.library}.{self.member}"
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> "SparkWriteOptions":
+        options = {str(k).lower(): v for k, v in options.items()}
+        directory = options.get("path")
+        if not directory:
+            raise CmiOptionError("no destination: df.write.format('cmi').mode('append').save('<directory>')")
+        directory = directory[len("file:"):] if directory.startswith("file:") else directory
+        library, member = _dataset_name(options.get("dataset", "WORK.DATA"))
+        kind = str(options.get("kind", "dataset")).strip().lower()
+        if kind not in WRITE_KINDS:
+            raise CmiOptionError(f"option kind must be one of {', '.join(WRITE_KINDS)}, not {kind!r}")
+        encoding = _int(options, "encoding", ENCODING_LITTLE_ENDIAN)
+        if encoding not in (ENCODING_LITTLE_ENDIAN, ENCODING_BIG_ENDIAN, ENCODING_ZOS):
+            raise CmiOptionError(f"option encoding must be 546 (little-endian), 273 (big-endian) or "
+                                 f"785 (z/OS, S/390 floats), not {encoding}")
+        long_size = _int(options, "longsize", 4)
+        if long_size not in (4, 8):
+            raise CmiOptionError(f"option longSize must be 4 or 8, not {long_size}")
+        max_bytes = _int(options, "maxmessagebytes", MAX_MESSAGE_BYTES, low=MIN_MESSAGE_BYTES)
+        if max_bytes > MAX_MESSAGE_BYTES:
+            raise CmiOptionError(f"option maxMessageBytes may lower the limit of {MAX_MESSAGE_BYTES} bytes, "
+                                 f"not raise it ({max_bytes})")
+        deterministic = _bool(options, "deterministic", False)
+        codec = WriteOptions(encoding=encoding, ccsid=_ccsid(options, "ccsid") or 1208, long_size=long_size,
+                             max_message_bytes=max_bytes, application_message=options.get("message", ""),
+                             deterministic_seed=f"{library}.{member}" if deterministic else None,
+                             truncate=_bool(options, "truncate", False))
+        return cls(directory=directory, library=library, member=member, codec=codec, kind=kind,
+                   description=options.get("description", ""), label=options.get("label", ""),
+                   attachment_per_partition=_bool(options, "attachmentperpartition", False),
+                   lrecl=_int(options, "lrecl", None))
+
+
+def _dataset_name(text: str) -> Tuple[str, str]:
+    parts = text.strip().split(".")
+    if len(parts) == 1:
+        parts = ["WORK"] + parts
+    if (len(parts) != 2 or not all(_SAS_NAME.fullmatch(p) for p in parts)
+            or len(parts[0]) > 8 or len(parts[1]) > 32):
+        raise CmiOptionError(f"option dataset must be LIB.MEMBER with SAS names (library up to 8, member "
+                             f"up to 32 characters), not {text!r}")
+    return parts[0].upper(), parts[1].upper()

@@ -42,7 +42,8 @@ from pyspark.sql.types import StructField, StructType
 from ..catalog import VIEW_SCHEMAS, AttachmentPlan, Capture, dataset_batches, files_table, messages_table
 from ..cmi.header import ATTACHMENT_DATASET
 from ..payload.sas_dataset import arrow_schema
-from .options import ReadOptions
+from .options import ReadOptions, SparkWriteOptions
+from .writer import CmiWriter
 
 _CAPTURE_CACHE: "OrderedDict[tuple, Capture]" = OrderedDict()
 _CAPTURE_CACHE_SIZE = 4
@@ -84,9 +85,9 @@ class CmiDataSource(DataSource):
     def name(cls) -> str:
         return "cmi"
 
-    def __init__(self, options):
-        super().__init__(options)
-        self.read_options = ReadOptions.parse(dict(options))
+    @property
+    def read_options(self) -> ReadOptions:
+        return ReadOptions.parse(dict(self.options))
 
     def _dataset_arrow_schema(self) -> pa.Schema:
         o = self.read_options
@@ -102,6 +103,9 @@ class CmiDataSource(DataSource):
 
     def reader(self, schema: StructType) -> "CmiReader":
         return CmiReader(self.read_options, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> CmiWriter:
+        return CmiWriter(SparkWriteOptions.parse(dict(self.options)), schema, overwrite)
 
 
 class CmiPartition(InputPartition):

@@ -1,0 +1,186 @@
+"""``df.write.format("cmi")``: DataFrames as CMI attachments in a dmpmqmsg dump.
+
+Tasks stream their partition to an Arrow spill file under ``<dir>/_cmi_temporary/<job>/``
+and report row counts and the longest encoded value of each string column (SAS
+character widths are fixed, so they must be known before the first observation is
+encoded). The commit then streams the spills, in partition order, through the
+codec into one dump, renames it into place and removes the staging folder;
+``abort`` removes it too. Memory stays bounded by one batch, whatever the row count.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from ..capture.dmpmqmsg import write_dump
+from ..charsets import code_page
+from ..cmi.emit import OutgoingAttachment, header_groups
+from ..dump_writer import (DETERMINISTIC_CREATED, FileToWrite, dataset_attachment, file_attachment,
+                           stream_messages)
+from ..errors import CmiOptionError
+from ..payload.sas_dataset_writer import DatasetEncodeError, check_schema, merge_lengths, string_lengths
+from .options import SparkWriteOptions
+
+STAGING_DIR = "_cmi_temporary"
+DUMP_PREFIX = "cmi-"
+DUMP_SUFFIX = ".dmp"
+WRITER_MARK = "Written by cmi-datasource"
+
+
+@dataclass
+class CmiCommitMessage(WriterCommitMessage):
+    partition_id: int
+    spill_path: str
+    rows: int
+    lengths: Dict[str, int] = field(default_factory=dict)
+
+
+def _arrow_schema_with_metadata(schema: StructType) -> pa.Schema:
+    """Spark's Arrow schema for the batches tasks receive, with the columns' label/format metadata."""
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    fields = []
+    for arrow_field, spark_field in zip(arrow, schema.fields):
+        meta = {k: str(v) for k, v in (spark_field.metadata or {}).items()
+                if k in ("label", "format", "informat", "sas_length")}
+        fields.append(arrow_field.remove_metadata().with_metadata(meta) if meta else arrow_field.remove_metadata())
+    return pa.schema(fields)
+
+
+def _spill_batches(path: str) -> Iterator[pa.RecordBatch]:
+    with pa.OSFile(path, "rb") as source:
+        reader = pa.ipc.open_stream(source)
+        for batch in reader:
+            yield batch
+
+
+def previous_dumps(directory: str) -> List[str]:
+    """Dump files an earlier save wrote here: our name pattern and our header mark."""
+    found = []
+    if not os.path.isdir(directory):
+        return found
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if name.startswith(DUMP_PREFIX) and name.endswith(DUMP_SUFFIX) and os.path.isfile(path):
+            with open(path, "rb") as f:
+                if WRITER_MARK.encode() in f.read(512):
+                    found.append(path)
+    return found
+
+
+class CmiWriter(DataSourceArrowWriter):
+    def __init__(self, options: SparkWriteOptions, schema: StructType, overwrite: bool):
+        self.options = options
+        self.overwrite = overwrite
+        self.arrow_schema = _arrow_schema_with_metadata(schema)
+        self.job_id = uuid.uuid4().hex
+        self.destination_existed = os.path.isdir(options.directory)
+        self.staging = os.path.join(options.directory, STAGING_DIR, self.job_id)
+        code_page(options.codec.ccsid)  # fail now, on the driver, for a bad CCSID
+        if options.kind == "dataset":
+            try:
+                check_schema(self.arrow_schema)
+            except DatasetEncodeError as e:
+                raise CmiOptionError(str(e)) from None
+        else:
+            column = "text" if options.kind == "text" else "content"
+            names = set(self.arrow_schema.names)
+            if "name" not in names or column not in names:
+                raise CmiOptionError(f"writing {options.kind} files needs columns 'name' and '{column}'; "
+                                     f"the DataFrame has {sorted(names)}")
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> CmiCommitMessage:
+        context = TaskContext.get()
+        partition_id = context.partitionId() if context else 0
+        attempt = context.attemptNumber() if context else 0
+        os.makedirs(self.staging, exist_ok=True)
+        path = os.path.join(self.staging, f"part-{partition_id:05d}-{attempt}.arrow")
+        rows, lengths = 0, {}
+        codepage = code_page(self.options.codec.ccsid)
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, self.arrow_schema) as spill:
+            for batch in iterator:
+                batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.arrow_schema)
+                if self.options.kind == "dataset":
+                    lengths = merge_lengths(lengths, string_lengths(batch, codepage))
+                spill.write_batch(batch)
+                rows += batch.num_rows
+        return CmiCommitMessage(partition_id, path, rows, lengths)
+
+    # -- driver -----------------------------------------------------------------------------
+
+    def _dataset_attachments(self, parts: Sequence[CmiCommitMessage]) -> List[OutgoingAttachment]:
+        o = self.options
+
+        def attachment(group: Sequence[CmiCommitMessage], member: str) -> OutgoingAttachment:
+            lengths: Dict[str, int] = {}
+            for m in group:
+                lengths = merge_lengths(lengths, m.lengths)
+            batches = (b for m in group for b in _spill_batches(m.spill_path))
+            return dataset_attachment(self.arrow_schema, lengths, sum(m.rows for m in group), batches,
+                                      o.library, member, o.codec, o.description, o.label)
+
+        if not o.attachment_per_partition:
+            return [attachment(parts, o.member)]
+        nonempty = [m for m in parts if m.rows] or list(parts[:1])
+        return [attachment([m], o.member) for m in nonempty]
+
+    def _file_attachments(self, parts: Sequence[CmiCommitMessage]) -> Iterable[OutgoingAttachment]:
+        o = self.options
+        column = "text" if o.kind == "text" else "content"
+        for m in parts:
+            for batch in _spill_batches(m.spill_path):
+                for name, value in zip(batch.column("name").to_pylist(), batch.column(column).to_pylist()):
+                    if name is None or value is None:
+                        raise CmiOptionError(f"a file row has a null name or {column}")
+                    if o.kind == "text":
+                        text = value if isinstance(value, str) else bytes(value).decode("utf-8")
+                        yield file_attachment(FileToWrite(name, text=text, lrecl=o.lrecl), o.codec)
+                    else:
+                        content = value if isinstance(value, bytes) else str(value).encode("utf-8")
+                        yield file_attachment(FileToWrite(name, content=content, lrecl=o.lrecl), o.codec)
+
+    def commit(self, messages: List[Optional[CmiCommitMessage]]) -> None:
+        o = self.options
+        parts = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
+        try:
+            os.makedirs(self.staging, exist_ok=True)
+            attachments = (self._dataset_attachments(parts) if o.kind == "dataset"
+                           else list(self._file_attachments(parts)))
+            codepage = code_page(o.codec.ccsid)
+            groups = header_groups(attachments, codepage, o.codec.wire, o.codec.max_message_bytes)
+            assembling = os.path.join(self.staging, "dump.tmp")
+            with open(assembling, "wb") as out:
+                messages_out = (m for group in groups for m in stream_messages(group, o.codec))
+                write_dump(out, messages_out, queue_manager="", queue="",
+                           created=DETERMINISTIC_CREATED if o.codec.deterministic_seed else None,
+                           comments=[WRITER_MARK, f"Dataset = {o.dataset_name}" if o.kind == "dataset"
+                                     else f"Files = {o.kind}"])
+            replaced = previous_dumps(o.directory) if self.overwrite else []
+            final = os.path.join(o.directory, f"{DUMP_PREFIX}{o.dataset_name.lower()}-{self.job_id}{DUMP_SUFFIX}")
+            os.replace(assembling, final)
+            for path in replaced:
+                os.remove(path)
+        finally:
+            self._remove_staging()
+
+    def abort(self, messages: List[Optional[CmiCommitMessage]]) -> None:
+        self._remove_staging()
+        if not self.destination_existed and os.path.isdir(self.options.directory) \
+                and not os.listdir(self.options.directory):
+            os.rmdir(self.options.directory)
+
+    def _remove_staging(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+        parent = os.path.dirname(self.staging)
+        if os.path.isdir(parent) and not os.listdir(parent):
+            os.rmdir(parent)
