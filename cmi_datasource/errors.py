@@ -83,6 +83,10 @@ class IncompleteAttachmentError(AttachmentError):
     """An attachment misses its count message or some of its sequenced messages."""
 
 
+class FileLayoutError(CmiFormatError):
+    """An external file attachment's records do not parse."""
+
+
 class DatasetLayoutError(CmiFormatError):
     """A SAS dataset attachment's definitions and observations do not agree."""
 
@@ -93,3 +97,7 @@ class ValueConversionError(CmiFormatError):
 
 class UnsupportedEncodingError(CmiFormatError):
     """A CCSID or MQ Encoding this package cannot decode."""
+
+
+class CmiEncodeError(CmiError, ValueError):
+    """Data cannot be written as CMI: a column type, a length or a character the target lacks."""

@@ -14,13 +14,9 @@ from ..charsets import CodePage
 from ..cmi.stream import MessageStream
 from ..cmi.records import FILE_PROLOGUE, read_record, write_record
 from ..cmi.wire import FieldReader, FieldWriter, WireFormat
-from ..errors import AttachmentError, CmiFormatError
+from ..errors import AttachmentError, FileLayoutError
 from ..messages import PhysicalMessage
 from ..mq.encoding import integer_order
-
-
-class FileLayoutError(CmiFormatError):
-    """An external file attachment's records do not parse."""
 
 
 @dataclass(frozen=True)

@@ -19,18 +19,15 @@ from ..arrow.strings import fixed_width_from_strings, max_encoded_length
 from ..charsets import CodePage
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, write_record
 from ..cmi.wire import FieldWriter, WireFormat
+from ..errors import CmiEncodeError
 from ..mq.encoding import FloatFormat
 from .sas_dataset import (EPOCH_SHIFT_DAYS, EPOCH_SHIFT_SECONDS, MAX_CHARACTER_LENGTH, RECORD_DATASET,
                           RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES, SasVariable)
 from .sas_formats import split_display_format
-from .sas_numbers import encode_numbers
+from .sas_numbers import S390RangeError, encode_numbers
 
 MAX_MESSAGE_BYTES = 32768
 MAX_NAME_LENGTH = 32
-
-
-class DatasetEncodeError(ValueError):
-    """A column cannot be written as a SAS variable (type, length or characters)."""
 
 
 def _meta(field: pa.Field, key: str) -> Optional[str]:
@@ -54,14 +51,14 @@ def _type_family(t: pa.DataType) -> str:
         return "time"
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "string"
-    raise DatasetEncodeError(f"type {t} has no SAS equivalent (nested and binary columns cannot be "
+    raise CmiEncodeError(f"type {t} has no SAS equivalent (nested and binary columns cannot be "
                              f"written as SAS variables)")
 
 
 def string_lengths(data, codepage: CodePage) -> Dict[str, int]:
     """Longest encoded value of each string column of a batch or table (0 when all null).
 
-    Raises DatasetEncodeError for characters the code page cannot hold.
+    Raises CmiEncodeError for characters the code page cannot hold.
     """
     out: Dict[str, int] = {}
     for field, column in zip(data.schema, data.columns):
@@ -71,7 +68,7 @@ def string_lengths(data, codepage: CodePage) -> Dict[str, int]:
         try:
             out[field.name] = max_encoded_length(column, codepage)
         except UnicodeEncodeError as e:
-            raise DatasetEncodeError(f"column {field.name}: {e.object[e.start:e.end]!r} cannot be "
+            raise CmiEncodeError(f"column {field.name}: {e.object[e.start:e.end]!r} cannot be "
                                      f"encoded in {codepage.codec} (CCSID {codepage.ccsid})") from None
     return out
 
@@ -85,10 +82,10 @@ def check_schema(schema: pa.Schema) -> None:
     for field in schema:
         try:
             _type_family(field.type)
-        except DatasetEncodeError as e:
-            raise DatasetEncodeError(f"column {field.name}: {e}") from None
+        except CmiEncodeError as e:
+            raise CmiEncodeError(f"column {field.name}: {e}") from None
         if not field.name or len(field.name) > MAX_NAME_LENGTH:
-            raise DatasetEncodeError(f"column name {field.name!r}: SAS variable names are 1 to "
+            raise CmiEncodeError(f"column name {field.name!r}: SAS variable names are 1 to "
                                      f"{MAX_NAME_LENGTH} characters")
 
 
@@ -104,14 +101,14 @@ def plan_variables(schema: pa.Schema, lengths: Mapping[str, int], truncate: bool
             length = int(declared) if declared is not None else max(lengths.get(field.name, 0), 1)
             if length > MAX_CHARACTER_LENGTH:
                 if not truncate:
-                    raise DatasetEncodeError(f"column {field.name} has values of {length} bytes; SAS "
+                    raise CmiEncodeError(f"column {field.name} has values of {length} bytes; SAS "
                                              f"character variables hold at most {MAX_CHARACTER_LENGTH} "
                                              f"(option truncate=true cuts them)")
                 length = MAX_CHARACTER_LENGTH
         else:
             length = int(declared) if declared is not None else 8
             if not 3 <= length <= 8:
-                raise DatasetEncodeError(f"column {field.name}: numeric sas_length {length} is not 3..8")
+                raise CmiEncodeError(f"column {field.name}: numeric sas_length {length} is not 3..8")
         fmt = _meta(field, "format") or _DEFAULT_FORMATS.get(family, "")
         informat = _meta(field, "informat") or ""
         fname, fwidth, fdec = split_display_format(fmt) if fmt else ("", 0, 0)
@@ -155,17 +152,20 @@ def encode_observations(table: pa.Table, variables: Sequence[SasVariable], codep
         target = rows[:, variable.offset:variable.offset + variable.length]
         if variable.is_numeric:
             values, missing = _numbers(column)
-            target[:] = encode_numbers(values, missing, variable.length, fmt)
+            try:
+                target[:] = encode_numbers(values, missing, variable.length, fmt)
+            except S390RangeError as e:
+                raise CmiEncodeError(f"column {variable.name}: {e}") from None
         else:
             if truncate:
                 column = _truncate_strings(column, codepage, variable.length)
             try:
                 target[:] = fixed_width_from_strings(column, codepage, variable.length)
             except UnicodeEncodeError as e:
-                raise DatasetEncodeError(f"column {variable.name}: {e.object[e.start:e.end]!r} cannot be "
+                raise CmiEncodeError(f"column {variable.name}: {e.object[e.start:e.end]!r} cannot be "
                                          f"encoded in {codepage.codec} (CCSID {codepage.ccsid})") from None
             except ValueError as e:
-                raise DatasetEncodeError(f"column {variable.name}, row {getattr(e, 'row', '?')}: {e}") from None
+                raise CmiEncodeError(f"column {variable.name}, row {getattr(e, 'row', '?')}: {e}") from None
     return rows.tobytes()
 
 
@@ -211,7 +211,7 @@ class DatasetEncoder:
         try:
             return self.codepage.encode(value)
         except UnicodeEncodeError:
-            raise DatasetEncodeError(f"{what} {value!r} cannot be encoded in {self.codepage.codec}") from None
+            raise CmiEncodeError(f"{what} {value!r} cannot be encoded in {self.codepage.codec}") from None
 
     def definition_payloads(self, nobs: int, label: str = "", dataset_type: str = "DATA") -> List[bytes]:
         """The dataset definition (type 1) and variable definition (type 2) messages."""

@@ -27,7 +27,8 @@ from ..cmi.emit import OutgoingAttachment, header_groups
 from ..dump_writer import (DETERMINISTIC_CREATED, FileToWrite, dataset_attachment, file_attachment,
                            stream_messages)
 from ..errors import CmiOptionError
-from ..payload.sas_dataset_writer import DatasetEncodeError, check_schema, merge_lengths, string_lengths
+from ..errors import CmiEncodeError
+from ..payload.sas_dataset_writer import check_schema, merge_lengths, string_lengths
 from .options import SparkWriteOptions
 
 STAGING_DIR = "_cmi_temporary"
@@ -88,7 +89,7 @@ class CmiWriter(DataSourceArrowWriter):
         if options.kind == "dataset":
             try:
                 check_schema(self.arrow_schema)
-            except DatasetEncodeError as e:
+            except CmiEncodeError as e:
                 raise CmiOptionError(str(e)) from None
         else:
             column = "text" if options.kind == "text" else "content"
