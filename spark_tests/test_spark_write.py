@@ -203,3 +203,17 @@ def test_read_write_read_preserves_names_labels_formats_lengths(spark, samples_d
     copy = spark.read.format("cmi").load(str(tmp_path / "copy"))
     assert copy.schema == original.schema  # names, types and metadata (label, format, informat, lengths)
     assert sorted(copy.collect()) == sorted(original.collect())
+
+
+def test_empty_dataframe_writes_an_empty_dataset(spark, tmp_path):
+    out = str(tmp_path / "empty")
+    spark.createDataFrame([], "x double, s string").write.format("cmi").mode("append").save(out)
+    [att] = spark.read.format("cmi").option("view", "attachments").load(out).collect()
+    assert att["complete"] and att["observations"] == 0 and att["variables"] == 2
+    assert spark.read.format("cmi").load(out).count() == 0
+
+
+def test_application_message_larger_than_a_message_is_refused(spark, tmp_path):
+    with pytest.raises(PySparkException, match="option message is 40000 bytes"):
+        spark.createDataFrame([(1.0,)], "x double").write.format("cmi").mode("append") \
+            .option("message", "m" * 40000).save(str(tmp_path / "o"))

@@ -85,7 +85,13 @@ class CmiWriter(DataSourceArrowWriter):
         self.job_id = uuid.uuid4().hex
         self.destination_existed = os.path.isdir(options.directory)
         self.staging = os.path.join(options.directory, STAGING_DIR, self.job_id)
-        code_page(options.codec.ccsid)  # fail now, on the driver, for a bad CCSID
+        try:
+            message = code_page(options.codec.ccsid).encode(options.codec.application_message)
+        except UnicodeEncodeError:
+            raise CmiOptionError(f"option message cannot be encoded in CCSID {options.codec.ccsid}") from None
+        if len(message) > options.codec.max_message_bytes:
+            raise CmiOptionError(f"option message is {len(message)} bytes; one message holds at most "
+                                 f"{options.codec.max_message_bytes}")
         if options.kind == "dataset":
             try:
                 check_schema(self.arrow_schema)
@@ -132,8 +138,8 @@ class CmiWriter(DataSourceArrowWriter):
 
         if not o.attachment_per_partition:
             return [attachment(parts, o.member)]
-        nonempty = [m for m in parts if m.rows] or list(parts[:1])
-        return [attachment([m], o.member) for m in nonempty]
+        nonempty = [m for m in parts if m.rows]
+        return [attachment([m], o.member) for m in nonempty] or [attachment([], o.member)]
 
     def _file_attachments(self, parts: Sequence[CmiCommitMessage]) -> Iterable[OutgoingAttachment]:
         o = self.options
