@@ -11,6 +11,7 @@ what a writer emits (NUL terminators present, the header consumed exactly).
 """
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field
 
@@ -52,7 +53,7 @@ def parse_dump(raw: bytes) -> list[Message]:
     cur: Message | None = None
     in_data = False
     for line in raw.decode("latin-1").split("\n"):
-        line = line[:-1] if line.endswith("\r") else line
+        line = line.removesuffix("\r")
         if line.startswith("*"):
             continue
         if line.strip() == "":
@@ -242,7 +243,7 @@ def decode_number(raw: bytes, encoding: int):
         sign = -1.0 if b[0] & 0x80 else 1.0
         return sign * frac / float(1 << 56) * 16.0 ** ((b[0] & 0x7F) - 64)
     v = struct.unpack(">d", b)[0]
-    return MISSING if v != v else v
+    return MISSING if math.isnan(v) else v
 
 
 def decode_rows(ds: Dataset, encoding: int, ccsid: int) -> list[list]:
