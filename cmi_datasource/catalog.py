@@ -12,13 +12,15 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from .capture.paths import resolve_paths
-from .capture.readers import MessageSpan, read_capture, read_spans, span_of
+from .capture.readers import read_capture, read_spans
 from .charsets import CharsetPolicy
-from .cmi.assembly import Assembly, Attachment, assemble, message_code_page
+from .cmi.assembly import ROLE_OTHER, Assembly, Attachment, assemble, message_code_page
 from .cmi.header import ATTACHMENT_DATASET
 from .cmi.wire import WireFormat
 from .errors import CmiFormatError, CmiOptionError
-from .messages import PhysicalMessage
+from .messages import MessageSpan, PhysicalMessage
+from .mq.envelope import unwrap
+from .mq.segments import IncompleteSegments, is_segment, join_segments
 from .payload.external_file import read_external_file
 from .payload.sas_dataset import (DEFAULT_BATCH_ROWS, DatasetLayout, arrow_schema, iter_observation_batches,
                                   read_layout, record_type_of)
@@ -32,12 +34,38 @@ class AttachmentPlan:
     kind: str
     name: str
     wire: WireFormat
-    spans: Tuple[MessageSpan, ...]  # sequenced messages 1..N
+    refs: Tuple[Tuple[MessageSpan, ...], ...]  # sequenced messages 1..N, each its physical records
     charsets: CharsetPolicy
     observations: int = 0
 
     def messages(self) -> List[PhysicalMessage]:
-        return list(read_spans(self.spans))
+        return load_logical(self.refs)
+
+
+def logical_messages(physical: Sequence[PhysicalMessage]):
+    """The MQ layer: headers removed, segments joined. Returns (unwrapped physical messages,
+    logical messages, segment groups that could not be joined)."""
+    unwrapped = [unwrap(m) for m in physical]
+    logical, incomplete = join_segments(unwrapped)
+    return unwrapped, logical, incomplete
+
+
+def load_logical(refs: Sequence[Tuple[MessageSpan, ...]]) -> List[PhysicalMessage]:
+    """Re-read logical messages from their physical records (in read(), far from planning)."""
+    physical = iter(read_spans([span for ref in refs for span in ref]))
+    out = []
+    for ref in refs:
+        pieces = [unwrap(next(physical)) for _ in ref]
+        if len(pieces) == 1 and not is_segment(pieces[0]):
+            out.append(pieces[0])
+            continue
+        joined, incomplete = join_segments(pieces)
+        if incomplete or len(joined) != 1:
+            raise CmiFormatError(f"segments of a planned message no longer join: "
+                                 f"{incomplete[0].reason if incomplete else 'changed file'}",
+                                 pieces[0].location())
+        out.append(joined[0])
+    return out
 
 
 def _codepage_reader(charsets: CharsetPolicy):
@@ -76,9 +104,12 @@ MESSAGES_SCHEMA = pa.schema([
     ("source", pa.string()), ("index", pa.int64()), ("offset", pa.int64()), ("msg_type", pa.int32()),
     ("msg_id", pa.string()), ("correl_id", pa.string()), ("encoding", pa.int32()), ("ccsid", pa.int32()),
     ("format", pa.string()), ("put_date", pa.string()), ("put_time", pa.string()),
-    ("group_id", pa.string()), ("msg_seq_number", pa.int32()), ("msg_offset", pa.int32()),
-    ("msg_flags", pa.int32()), ("role", pa.string()), ("attachment", pa.string()),
-    ("sequence", pa.int64()), ("record_type", pa.int32()), ("length", pa.int64()),
+    ("headers", pa.list_(pa.string())), ("remote_queue", pa.string()), ("remote_qmgr", pa.string()),
+    ("dead_letter_reason", pa.int32()), ("dead_letter_queue", pa.string()), ("properties", pa.list_(pa.string())),
+    ("envelope_problem", pa.string()), ("data_encoding", pa.int32()), ("data_ccsid", pa.int32()),
+    ("data_format", pa.string()), ("group_id", pa.string()), ("msg_seq_number", pa.int32()),
+    ("msg_offset", pa.int32()), ("msg_flags", pa.int32()), ("role", pa.string()), ("attachment", pa.string()),
+    ("sequence", pa.int64()), ("record_type", pa.int32()), ("length", pa.int64()), ("in_attachment", pa.bool_()),
 ])
 VIEW_SCHEMAS = {"attachments": ATTACHMENTS_SCHEMA, "variables": VARIABLES_SCHEMA, "files": FILES_SCHEMA,
                 "messages": MESSAGES_SCHEMA}
@@ -91,9 +122,11 @@ def _hex(raw: Optional[bytes]) -> Optional[str]:
 @dataclass
 class Capture:
     paths: List[str]
-    messages: List[PhysicalMessage]
+    messages: List[PhysicalMessage]  # as captured, one per record
     assembly: Assembly
     charsets: CharsetPolicy = field(default_factory=CharsetPolicy)
+    unwrapped: Optional[List[PhysicalMessage]] = None  # messages with their MQ headers removed
+    incomplete_segments: List[IncompleteSegments] = field(default_factory=list)
     _layouts: Dict[bytes, object] = field(default_factory=dict)
 
     @classmethod
@@ -101,8 +134,13 @@ class Capture:
         if isinstance(paths, str):
             paths = [paths]
         files = resolve_paths(paths)
-        messages = [m for path in files for m in read_capture(path)]
-        return cls(files, messages, assemble(messages, charsets), charsets)
+        return cls.of_messages(files, [m for path in files for m in read_capture(path)], charsets)
+
+    @classmethod
+    def of_messages(cls, paths: List[str], physical: List[PhysicalMessage],
+                    charsets: CharsetPolicy = CharsetPolicy()) -> "Capture":
+        unwrapped, logical, incomplete = logical_messages(physical)
+        return cls(paths, physical, assemble(logical, charsets, incomplete), charsets, unwrapped, incomplete)
 
     @property
     def attachments(self) -> List[Attachment]:
@@ -114,7 +152,7 @@ class Capture:
         messages = att.ordered_messages()
         layout = self.layout(att) if att.entry.attachment_type == ATTACHMENT_DATASET else None
         return AttachmentPlan(att.key_hex, att.entry.kind, att.entry.name, att.header.wire,
-                              tuple(span_of(m) for m in messages), self.charsets,
+                              tuple(m.spans for m in messages), self.charsets,
                               layout.observations if layout else 0)
 
     def layout(self, att: Attachment) -> DatasetLayout:
@@ -235,24 +273,37 @@ def files_table(plans: Sequence[AttachmentPlan],
     return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)
 
 
-def messages_table(messages: Sequence[PhysicalMessage], assembly: Assembly,
-                   dataset_keys: Iterable[bytes] = ()) -> pa.Table:
-    dataset_keys = set(dataset_keys)
+def messages_table(capture: "Capture", source: Optional[str] = None) -> pa.Table:
+    """One row per physical message (of one file, or all): the descriptor as captured, the MQ
+    headers found in front of the data, what the data is in, and the message's CMI role."""
+    dataset_keys = {a.key for a in capture.attachments if a.entry.attachment_type == ATTACHMENT_DATASET}
+    roles = capture.assembly.roles
+    unwrapped = capture.unwrapped or capture.messages
     rows = []
-    for m in messages:
-        d = m.descriptor
-        role, key, sequence = assembly.role_of(m)
+    for m, inner in zip(capture.messages, unwrapped):
+        if source is not None and m.source != source:
+            continue
+        d, e, envelope = m.descriptor, inner.descriptor, inner.envelope
+        role, key, sequence = roles.get((m.source, m.index), (ROLE_OTHER, None, None))
         record_type = None
-        if key in dataset_keys and sequence and len(m.payload) >= 4:
-            record_type = record_type_of(m)
+        if key in dataset_keys and sequence and len(inner.payload) >= 4 and not is_segment(inner):
+            record_type = record_type_of(inner)
         row = {"source": m.source, "index": m.index, "offset": m.file_offset, "role": role,
                "attachment": _hex(key), "sequence": sequence, "record_type": record_type,
-               "length": len(m.payload)}
+               "length": len(m.payload), "in_attachment": role != ROLE_OTHER,
+               "headers": list(envelope.headers) if envelope else [],
+               "envelope_problem": envelope.problem if envelope else None}
         if d is not None:
             row.update({"msg_type": d.msg_type, "msg_id": _hex(d.msg_id), "correl_id": _hex(d.correl_id),
                         "encoding": d.encoding, "ccsid": d.ccsid, "format": d.format,
-                        "put_date": d.put_date, "put_time": d.put_time, "group_id": _hex(d.group_id),
-                        "msg_seq_number": d.msg_seq_number, "msg_offset": d.offset,
-                        "msg_flags": d.msg_flags})
+                        "put_date": d.put_date, "put_time": d.put_time,
+                        "data_encoding": e.encoding, "data_ccsid": e.ccsid, "data_format": e.format,
+                        "group_id": _hex(e.group_id), "msg_seq_number": e.msg_seq_number,
+                        "msg_offset": e.offset, "msg_flags": e.msg_flags})
+        if envelope is not None:
+            row.update({"remote_queue": envelope.remote_queue, "remote_qmgr": envelope.remote_qmgr,
+                        "dead_letter_reason": envelope.dead_letter_reason,
+                        "dead_letter_queue": envelope.dead_letter_queue,
+                        "properties": list(envelope.properties)})
         rows.append(row)
     return pa.Table.from_pylist(rows, schema=MESSAGES_SCHEMA)

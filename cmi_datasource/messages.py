@@ -1,16 +1,36 @@
 """The physical message: what every capture container is turned into.
 
-One capture format (an MQ dump, later an MQTT or TIB/RV capture) yields a
-sequence of these: a descriptor (MQMD fields, or None when the capture has
-none), the payload bytes, and where they came from.
+One capture format (an MQ text dump, a binary MQGET capture, later MQTT or TIB/RV)
+yields a sequence of these: a descriptor (MQMD fields, or None when the capture has
+none), the payload bytes, and where they came from. The MQ layer then removes
+header structures (recording them in ``envelope``) and joins segments into logical
+messages (recording the physical pieces in ``parts``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 from .errors import Location
 from .mq.mqmd import Descriptor
+
+# (source, index, file_offset, file_end): enough to re-read one physical message later, in read().
+MessageSpan = Tuple[str, int, int, int]
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """MQ header structures found (and removed) in front of a message's data."""
+
+    outer: Descriptor  # the descriptor as captured
+    headers: Tuple[str, ...] = ()  # e.g. ("MQXQH", "MQMDE")
+    remote_queue: Optional[str] = None  # MQXQH: where the message was going
+    remote_qmgr: Optional[str] = None
+    dead_letter_reason: Optional[int] = None  # MQDLH
+    dead_letter_queue: Optional[str] = None  # MQDLH: the queue it could not reach
+    dead_letter_qmgr: Optional[str] = None
+    properties: Tuple[str, ...] = ()  # MQRFH2 name/value folders, as text
+    problem: Optional[str] = None  # a header that could not be walked; the data is left as it was
 
 
 @dataclass(frozen=True)
@@ -21,6 +41,17 @@ class PhysicalMessage:
     index: int  # 0-based position of the message in its file
     file_offset: int  # byte offset where the message's record starts in the file
     file_end: int  # byte offset just past the message's record
+    envelope: Optional[Envelope] = None
+    parts: Tuple[MessageSpan, ...] = ()  # the segments of a joined logical message, in order
+
+    @property
+    def span(self) -> MessageSpan:
+        return (self.source, self.index, self.file_offset, self.file_end)
+
+    @property
+    def spans(self) -> Tuple[MessageSpan, ...]:
+        """The physical records this message was made from."""
+        return self.parts or (self.span,)
 
     def location(self, payload_offset: Optional[int] = None) -> Location:
         return Location(self.source, self.index, self.file_offset, payload_offset)

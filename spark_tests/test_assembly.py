@@ -491,7 +491,7 @@ def test_messages_table_roles(tmp_path):
     atts = by_name(cap)
     ds_key = atts["WORK.PEOPLE"].key
     file_key = atts["f.txt"].key
-    table = messages_table(cap.messages, cap.assembly, dataset_keys=[ds_key])
+    table = messages_table(cap)
     rows = table.to_pylist()
     assert table.schema.names[:3] == ["source", "index", "offset"]
     assert len(rows) == len(raw) + 3

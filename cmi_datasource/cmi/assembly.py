@@ -16,13 +16,14 @@ from __future__ import annotations
 import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..charsets import CharsetPolicy, CodePage, UnknownCcsid
 from ..errors import AttachmentError, IncompleteAttachmentError, UnsupportedEncodingError
 from ..messages import PhysicalMessage
 from ..mq.encoding import integer_order
 from ..mq.mqmd import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE
+from ..mq.segments import IncompleteSegments
 from .header import KEY_SIZE, AttachmentEntry, CmiHeader, parse_header
 
 SEQUENCE_ZERO_TAIL = bytes(4)
@@ -107,6 +108,12 @@ class Assembly:
         return self.roles.get((message.source, message.index), (ROLE_OTHER, None, None))
 
 
+def _assign(roles: Dict, message: PhysicalMessage, role: Tuple[str, Optional[bytes], Optional[int]]) -> None:
+    """Give a role to a message and, for a joined segmented message, to each of its pieces."""
+    for source, index, _, _ in message.spans:
+        roles[(source, index)] = role
+
+
 def _dedupe(messages: Iterable[PhysicalMessage]) -> Dict[bytes, List[PhysicalMessage]]:
     """CorrelId -> distinct payloads (first occurrence of each)."""
     by_correl: Dict[bytes, List[PhysicalMessage]] = defaultdict(list)
@@ -131,7 +138,21 @@ def _choose_sequence_order(candidates: List[Tuple[bytes, PhysicalMessage]],
     return "little" if little and max(little) < max(big) else "big"
 
 
-def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = CharsetPolicy()) -> Assembly:
+def _segment_problem(broken: IncompleteSegments, key: bytes) -> str:
+    correl = broken.correl_id
+    if correl == count_correl_id(key):
+        what = "the count message"
+    elif correl[20:24] == SEQUENCE_ZERO_TAIL:
+        what = f"sequenced message {int.from_bytes(correl[16:20], 'big')}"
+    else:
+        what = f"message {correl.hex().upper()}"
+    return f"{what} was segmented and cannot be joined: {broken.reason}"
+
+
+def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = CharsetPolicy(),
+             incomplete_segments: Sequence[IncompleteSegments] = ()) -> Assembly:
+    """Attachments of the logical messages; ``incomplete_segments`` (segment groups that could
+    not be joined) are named in the problems of the attachments they belong to."""
     headers: List[PhysicalMessage] = []
     subordinates: List[PhysicalMessage] = []
     for m in messages:
@@ -159,10 +180,10 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
         hm = group[0]
         header = parse_header(hm.payload, integer_order(hm.descriptor.encoding),
                               message_code_page(hm, charsets), hm.location())
-        roles[(hm.source, hm.index)] = (ROLE_HEADER, None, None)
+        _assign(roles, hm, (ROLE_HEADER, None, None))
         app_group = by_correl.get(header.message_correl_id, [])
         for m in app_group:
-            roles[(m.source, m.index)] = (ROLE_APPLICATION, None, None)
+            _assign(roles, m, (ROLE_APPLICATION, None, None))
         for entry in header.attachments:
             if entry.key in seen_keys:
                 raise AttachmentError(f"attachment key {entry.key.hex().upper()} is listed by two "
@@ -176,7 +197,7 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                 att.problems.append(f"{len(count_group)} different count messages")
             if count_group:
                 cm = att.count_message = count_group[0]
-                roles[(cm.source, cm.index)] = (ROLE_COUNT, entry.key, 0)
+                _assign(roles, cm, (ROLE_COUNT, entry.key, 0))
                 if len(cm.payload) != 4:
                     att.problems.append(f"count message has {len(cm.payload)} bytes, not 4")
                 else:
@@ -189,16 +210,19 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                 order = _choose_sequence_order(candidates, att.expected)
                 for correl_id, m in candidates:
                     k = int.from_bytes(correl_id[16:20], order)
-                    roles[(m.source, m.index)] = (ROLE_SEQUENCED, entry.key, k)
+                    _assign(roles, m, (ROLE_SEQUENCED, entry.key, k))
                     if k in att.sequenced:
                         att.problems.append(f"sequenced message {k} has conflicting duplicates")
                     att.sequenced[k] = m
+            for broken in incomplete_segments:
+                if broken.correl_id[:KEY_SIZE] == entry.key:
+                    att.problems.append(_segment_problem(broken, entry.key))
             attachments.append(att)
     # Duplicates that were dropped take the role of the message they repeat.
     for m, groups in [(m, by_correl) for m in subordinates] + [(m, header_groups) for m in headers]:
         if (m.source, m.index) not in roles:
             for other in groups.get(m.descriptor.correl_id, []):
                 if other.payload == m.payload and (other.source, other.index) in roles:
-                    roles[(m.source, m.index)] = roles[(other.source, other.index)]
+                    _assign(roles, m, roles[(other.source, other.index)])
                     break
     return Assembly(attachments, roles)

@@ -100,6 +100,29 @@ Descriptor = dataclasses.make_dataclass(
     namespace={"__doc__": "An MQMD's fields: ints as int, character fields as str, ids as bytes."},
 )
 
+MQMD_STRUC_ID = "MD  "
 
-def descriptor_fields():
-    return MQMD_FIELDS
+
+def descriptor_from_bytes(buf: bytes, offset: int, order: str, version: int, codec: str,
+                          location=None) -> Descriptor:
+    """A Descriptor from a binary MQMD (version 1 or 2); character fields decoded with ``codec``."""
+    layout = MQMD_V2 if version >= 2 else MQMD_V1
+    raw = layout.unpack(buf, offset, order, location)
+    values = {}
+    for f in MQMD_FIELDS:
+        if f.name in raw:
+            v = raw[f.name]
+            values[f.name] = v.decode(codec) if f.kind == "text" else v
+    values["version"] = min(version, 2)
+    return Descriptor(**values)
+
+
+def descriptor_to_bytes(descriptor: Descriptor, order: str, codec: str) -> bytes:
+    """The binary MQMD of a Descriptor (its own version decides 324 or 364 bytes)."""
+    layout = MQMD_V2 if descriptor.version >= 2 else MQMD_V1
+    values = {}
+    for f in MQMD_FIELDS:
+        if f.name in layout.by_name:
+            v = getattr(descriptor, f.name)
+            values[f.name] = v.encode(codec) if f.kind == "text" else v
+    return layout.pack(values, order)

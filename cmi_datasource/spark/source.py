@@ -40,7 +40,6 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from ..catalog import VIEW_SCHEMAS, AttachmentPlan, Capture, dataset_batches, files_table, messages_table
-from ..cmi.header import ATTACHMENT_DATASET
 from ..payload.sas_dataset import arrow_schema
 from .options import ReadOptions, SparkWriteOptions
 from .writer import CmiWriter
@@ -149,10 +148,7 @@ class CmiReader(DataSourceReader):
         elif partition.kind == "file":
             yield from self._table_batches(files_table([partition.value]))
         elif partition.kind == "messages":
-            capture = open_capture(o)
-            mine = [m for m in capture.messages if m.source == partition.value]
-            keys = [a.key for a in capture.attachments if a.entry.attachment_type == ATTACHMENT_DATASET]
-            yield from self._table_batches(messages_table(mine, capture.assembly, keys))
+            yield from self._table_batches(messages_table(open_capture(o), partition.value))
         elif partition.kind == "attachments":
             yield from self._table_batches(open_capture(o).attachments_table())
         elif partition.kind == "variables":

@@ -1,0 +1,88 @@
+"""Binary captures of raw MQGET results: for each message, a binary MQMD (version 1 or 2,
+either byte order) followed by a 4-byte big-endian data length and the data.
+
+Programs that save what MQGET returned write this; the byte order of the MQMD is read
+from its Version field (1 or 2), and its character set from its StrucId ("MD  " in
+ASCII or EBCDIC). The format is documented in the README.
+"""
+from __future__ import annotations
+
+import struct
+from typing import BinaryIO, Iterable, Iterator, Sequence, Tuple
+
+from ..errors import Location, TruncatedError, CmiFormatError
+from ..layout import BIG, LITTLE
+from ..messages import PhysicalMessage
+from ..mq.mqmd import MQMD_STRUC_ID, MQMD_V1, MQMD_V2, Descriptor, descriptor_from_bytes, descriptor_to_bytes
+
+ASCII_MAGIC = MQMD_STRUC_ID.encode("ascii")
+EBCDIC_MAGIC = MQMD_STRUC_ID.encode("cp037")
+_LENGTH = struct.Struct(">I")
+
+
+class CaptureFormatError(CmiFormatError):
+    """A binary capture record does not start with an MQMD."""
+
+
+def looks_like_capture(head: bytes) -> bool:
+    return head[:4] in (ASCII_MAGIC, EBCDIC_MAGIC)
+
+
+def _mqmd_shape(data: bytes, pos: int, location: Location) -> Tuple[str, int, str]:
+    """(byte order, version, character codec) of the MQMD at ``pos``."""
+    magic = data[pos:pos + 4]
+    if magic not in (ASCII_MAGIC, EBCDIC_MAGIC):
+        raise CaptureFormatError(f"expected an MQMD (StrucId 'MD  '), found {magic!r}", location)
+    if len(data) - pos < 8:
+        raise TruncatedError("capture ends inside an MQMD", location)
+    codec = "latin-1" if magic == ASCII_MAGIC else "cp037"
+    for order in (BIG, LITTLE):
+        (version,) = struct.unpack_from(order + "i", data, pos + 4)
+        if version in (1, 2):
+            return order, version, codec
+    raise CaptureFormatError("MQMD Version is neither 1 nor 2 in either byte order", location)
+
+
+def parse_capture(data: bytes, source: str, base_offset: int = 0, first_index: int = 0) -> Iterator[PhysicalMessage]:
+    pos, index = 0, first_index
+    while pos < len(data):
+        where = Location(source, index, base_offset + pos)
+        order, version, codec = _mqmd_shape(data, pos, where)
+        size = (MQMD_V2 if version == 2 else MQMD_V1).size
+        if len(data) - pos < size + _LENGTH.size:
+            raise TruncatedError(f"capture ends inside message {index}'s MQMD or length", where)
+        descriptor = descriptor_from_bytes(data, pos, order, version, codec, where)
+        (length,) = _LENGTH.unpack_from(data, pos + size)
+        start = pos + size + _LENGTH.size
+        if length > len(data) - start:
+            raise TruncatedError(f"message declares {length} data bytes; {len(data) - start} remain", where)
+        end = start + length
+        yield PhysicalMessage(descriptor, data[start:end], source, index, base_offset + pos, base_offset + end)
+        pos, index = end, index + 1
+
+
+def read_capture_file(path: str) -> Iterator[PhysicalMessage]:
+    with open(path, "rb") as f:
+        data = f.read()
+    yield from parse_capture(data, path)
+
+
+def read_capture_messages(path: str, spans: Sequence[Tuple[int, int, int]]) -> Iterator[PhysicalMessage]:
+    with open(path, "rb") as f:
+        for index, start, end in spans:
+            f.seek(start)
+            found = list(parse_capture(f.read(end - start), path, start, index))
+            if len(found) != 1:
+                raise CaptureFormatError(f"expected one message between byte offsets {start} and {end}",
+                                         Location(path, index, start))
+            yield found[0]
+
+
+def write_capture(out: BinaryIO, messages: Iterable[Tuple[Descriptor, bytes]], order: str = LITTLE,
+                  codec: str = "latin-1") -> int:
+    count = 0
+    for count, (descriptor, payload) in enumerate(messages, start=1):
+        out.write(descriptor_to_bytes(descriptor, order, codec))
+        out.write(_LENGTH.pack(len(payload)))
+        out.write(payload)
+    return count

@@ -1,0 +1,184 @@
+"""Walk the MQ header chain in front of message data and remove it (formats.md section 2, seed 002).
+
+The MQMD's Format/Encoding/CCSID describe the first structure; each header's own
+Encoding/CCSID/Format describe what follows it. Recognised:
+
+* ``MQXMIT``  MQXQH (transmission queue): its embedded version-1 MQMD becomes the descriptor.
+* ``MQHMDE``  MQMDE: its version-2 fields (GroupId, MsgSeqNumber, Offset, MsgFlags,
+  OriginalLength) replace the descriptor's, per seed 002 table 1: a version-2 MQMD whose
+  version-2 fields are not all default keeps them, and the MQMDE stays data; an MQMDE with
+  a bad StrucId, Version, StrucLength, Encoding or CCSID is data, never an error.
+* ``MQDEAD``  MQDLH (dead-letter queue): reason and destination are kept.
+* ``MQHRF2``  MQRFH2: skipped by StrucLength, its name/value folders kept as text.
+* any other ``MQH*`` header: skipped by StrucLength.
+
+The walk stops at any other Format (``MQSTR``, blanks, unknown names).
+"""
+from __future__ import annotations
+
+import dataclasses
+import struct
+from typing import List, Optional, Tuple
+
+from ..charsets import UnknownCcsid, code_page
+from ..errors import CmiFormatError, TruncatedError
+from ..messages import Envelope, PhysicalMessage
+from .encoding import integer_order
+from .headers import (FORMAT_DEAD_LETTER, FORMAT_MD_EXTENSION, FORMAT_RFH2, FORMAT_XMIT, MQCCSI_INHERIT,
+                      MQDLH, MQH_COMMON, MQMDE, MQMDE_V2_DEFAULTS, MQMDE_V2_FIELDS, MQRFH2, MQXQH,
+                      struc_id_is_ebcdic, struc_id_matches)
+from .mqmd import MQMD_V1, Descriptor, descriptor_from_bytes
+
+_ENVELOPE_FORMATS = (FORMAT_XMIT, FORMAT_MD_EXTENSION, FORMAT_DEAD_LETTER)
+
+
+def has_envelope(descriptor: Optional[Descriptor]) -> bool:
+    if descriptor is None:
+        return False
+    name = descriptor.format.strip()
+    return name in _ENVELOPE_FORMATS or name.startswith("MQH")
+
+
+def _text_codec(struc_id: bytes, ccsid: int) -> str:
+    """Code page of a header's character fields: its CCSID, or what its StrucId is written in."""
+    try:
+        if ccsid > 0:
+            return code_page(ccsid).codec
+    except UnknownCcsid:
+        pass
+    return "cp037" if struc_id_is_ebcdic(struc_id) else "latin-1"
+
+
+def _text(raw: bytes, codec: str) -> str:
+    return raw.decode(codec, errors="replace").rstrip(" \0")
+
+
+def _expects_ebcdic(ccsid: int) -> Optional[bool]:
+    try:
+        return code_page(ccsid).space == 0x40 if ccsid > 0 else None
+    except UnknownCcsid:
+        return None
+
+
+def _mqmde_if_valid(payload: bytes, pos: int, order: str, ccsid: int) -> Optional[dict]:
+    """The MQMDE at ``pos`` if it is one the queue manager would adopt, else None (it is data)."""
+    if len(payload) - pos < MQMDE.size:
+        return None
+    raw_id = payload[pos:pos + 4]
+    ebcdic = _expects_ebcdic(ccsid)
+    if ebcdic is None:
+        if not struc_id_matches(raw_id, "MDE "):
+            return None
+    elif raw_id != "MDE ".encode("cp037" if ebcdic else "ascii"):
+        return None  # written in another character set than the structure before it says
+    mde = MQMDE.unpack(payload, pos, order)
+    if mde["version"] != 2 or mde["struc_length"] != MQMDE.size:
+        return None  # a version or length read in the wrong byte order lands here too
+    if mde["encoding"] & 0x0F not in (0, 1, 2) or (mde["encoding"] & 0xF00) > 0x400:
+        return None
+    if mde["ccsid"] < MQCCSI_INHERIT or mde["ccsid"] > 65535:
+        return None
+    return mde
+
+
+def _rfh2_folders(payload: bytes, start: int, end: int, order: str, ccsid: int,
+                  message: PhysicalMessage) -> Tuple[str, ...]:
+    codec = _text_codec(b"", ccsid) if ccsid > 0 else "utf-8"
+    folders: List[str] = []
+    pos = start
+    while pos + 4 <= end:
+        (length,) = struct.unpack_from(order + "i", payload, pos)
+        pos += 4
+        if length < 0 or pos + length > end:
+            raise TruncatedError(f"MQRFH2 folder of {length} bytes passes the header's end",
+                                 message.location(pos - 4))
+        folders.append(payload[pos:pos + length].decode(codec, errors="replace").rstrip(" \0"))
+        pos += length
+    return tuple(folders)
+
+
+def unwrap(message: PhysicalMessage) -> PhysicalMessage:
+    """The message with its MQ headers removed and its descriptor the one that describes the data.
+
+    A header that cannot be walked (cut short, a length past the end) leaves the message
+    as captured, with the reason in ``envelope.problem``, so the messages view shows it.
+    """
+    outer = message.descriptor
+    if not has_envelope(outer):
+        return message
+    payload = message.payload
+    descriptor = outer
+    encoding, ccsid, fmt = outer.encoding, outer.ccsid, outer.format
+    pos = 0
+    headers: List[str] = []
+    info: dict = {}
+    try:
+        while True:
+            name = fmt.strip()
+            order = integer_order(encoding)
+            where = message.location(pos)
+            if name == FORMAT_XMIT:
+                if not struc_id_matches(payload[pos:pos + 4], "XQH "):
+                    raise CmiFormatError("Format is MQXMIT but no MQXQH follows", where)
+                xqh = MQXQH.unpack(payload, pos, order, message.location())
+                codec = _text_codec(xqh["struc_id"], ccsid)
+                info["remote_queue"] = _text(xqh["remote_q_name"], codec)
+                info["remote_qmgr"] = _text(xqh["remote_q_mgr_name"], codec)
+                descriptor = descriptor_from_bytes(payload, pos + MQXQH.size, order, 1, codec, message.location())
+                encoding, ccsid, fmt = descriptor.encoding, descriptor.ccsid, descriptor.format
+                pos += MQXQH.size + MQMD_V1.size
+                headers.append("MQXQH")
+            elif name == FORMAT_MD_EXTENSION:
+                mde = _mqmde_if_valid(payload, pos, order, ccsid)
+                if mde is None:
+                    break  # seed 002: a wrong character set, encoding or version makes it data
+                if descriptor.version >= 2 and any(getattr(descriptor, f) != MQMDE_V2_DEFAULTS[f]
+                                                   for f in MQMDE_V2_FIELDS):
+                    break  # seed 002 table 1: a version-2 MQMD with its own values keeps them
+                descriptor = dataclasses.replace(descriptor, **{f: mde[f] for f in MQMDE_V2_FIELDS})
+                codec = _text_codec(mde["struc_id"], ccsid)
+                encoding = mde["encoding"]
+                ccsid = ccsid if mde["ccsid"] == MQCCSI_INHERIT else mde["ccsid"]
+                fmt = mde["format"].decode(codec)
+                pos += MQMDE.size
+                headers.append("MQMDE")
+            elif name == FORMAT_DEAD_LETTER:
+                if not struc_id_matches(payload[pos:pos + 4], "DLH "):
+                    raise CmiFormatError("Format is MQDEAD but no MQDLH follows", where)
+                dlh = MQDLH.unpack(payload, pos, order, message.location())
+                codec = _text_codec(dlh["struc_id"], ccsid)
+                info["dead_letter_reason"] = dlh["reason"]
+                info["dead_letter_queue"] = _text(dlh["dest_q_name"], codec)
+                info["dead_letter_qmgr"] = _text(dlh["dest_q_mgr_name"], codec)
+                encoding = dlh["encoding"]
+                ccsid = ccsid if dlh["ccsid"] == MQCCSI_INHERIT else dlh["ccsid"]
+                fmt = dlh["format"].decode(codec)
+                pos += MQDLH.size
+                headers.append("MQDLH")
+            elif name.startswith("MQH"):
+                common = MQH_COMMON.unpack(payload, pos, order, message.location())
+                length = common["struc_length"]
+                if length < MQH_COMMON.size or pos + length > len(payload):
+                    raise TruncatedError(f"{name} header declares {length} bytes; {len(payload) - pos} remain",
+                                         where)
+                codec = _text_codec(common["struc_id"], ccsid)
+                if name == FORMAT_RFH2:
+                    rfh = MQRFH2.unpack(payload, pos, order, message.location())
+                    info["properties"] = info.get("properties", ()) + _rfh2_folders(
+                        payload, pos + MQRFH2.size, pos + length, order, rfh["name_value_ccsid"], message)
+                    headers.append("MQRFH2")
+                else:
+                    headers.append(_text(common["struc_id"], codec) or name)
+                encoding = common["encoding"]
+                ccsid = ccsid if common["ccsid"] == MQCCSI_INHERIT else common["ccsid"]
+                fmt = common["format"].decode(codec)
+                pos += length
+            else:
+                break
+    except CmiFormatError as e:
+        return dataclasses.replace(message, envelope=Envelope(outer, tuple(headers), problem=str(e)))
+    if not headers:
+        return message
+    effective = dataclasses.replace(descriptor, encoding=encoding, ccsid=ccsid, format=fmt)
+    return dataclasses.replace(message, descriptor=effective, payload=payload[pos:],
+                               envelope=Envelope(outer, tuple(headers), **info))
