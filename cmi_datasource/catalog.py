@@ -17,7 +17,7 @@ from .charsets import CharsetPolicy
 from .cmi.assembly import ROLE_OTHER, Assembly, Attachment, assemble, message_code_page
 from .cmi.header import ATTACHMENT_DATASET
 from .cmi.wire import WireFormat
-from .errors import CmiFormatError, CmiOptionError
+from .errors import AttachmentError, CmiFormatError, CmiOptionError
 from .messages import MessageSpan, PhysicalMessage
 from .mq.envelope import unwrap
 from .mq.segments import IncompleteSegments, is_segment, join_segments
@@ -179,6 +179,12 @@ class Capture:
     def select_datasets(self, dataset: Optional[str] = None, attachment: Optional[str] = None) -> List[Attachment]:
         """The dataset attachments a default-view read returns (several only when unionable)."""
         datasets = [a for a in self.attachments if a.entry.attachment_type == ATTACHMENT_DATASET]
+        undescribed = sum(1 for m in self.messages if m.descriptor is None)
+        if undescribed and not self.attachments:
+            raise AttachmentError(
+                f"{undescribed} of {len(self.messages)} messages in {self.paths} have no message descriptor "
+                f"(the queue was dumped with dmpmqmsg -dN): CMI attachments are found by MsgType and "
+                f"CorrelId, so none can be assembled; option('view', 'messages') still lists the messages")
         if attachment:
             wanted = attachment.strip().upper()
             chosen = [a for a in self.attachments if a.key_hex == wanted]

@@ -56,8 +56,11 @@ def _join(pieces: List[PhysicalMessage]):
     first = ordered[0]
     descriptor = dataclasses.replace(first.descriptor, offset=0,
                                      msg_flags=first.descriptor.msg_flags & ~SEGMENT_FLAGS)
+    # Exact duplicates stay among the parts: they are the same logical message, and the messages
+    # view gives them its role.
+    every_piece = sorted(pieces, key=lambda p: (p.descriptor.offset, p.source, p.index))
     return dataclasses.replace(first, descriptor=descriptor, payload=b"".join(p.payload for p in ordered),
-                               parts=tuple(p.span for p in ordered))
+                               parts=tuple(p.span for p in every_piece))
 
 
 def join_segments(messages: Sequence[PhysicalMessage]) -> Tuple[List[PhysicalMessage], List[IncompleteSegments]]:

@@ -1,0 +1,274 @@
+"""MQ envelopes: transmission and dead-letter queues, MQMDE, MQRFH2, segments, binary captures.
+
+Every case is built from the structure tables (mq/headers.py, mq/mqmd.py) around the
+messages of one plain attachment, and must read back as exactly the plain dump's rows.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import random
+import struct
+
+import pyarrow as pa
+import pytest
+
+from cmi_datasource import Capture
+from cmi_datasource.capture.dmpmqmsg import write_dump
+from cmi_datasource.capture.mqget_capture import write_capture
+from cmi_datasource.catalog import messages_table
+from cmi_datasource.dump_writer import DatasetToWrite, WriteOptions, build_messages
+from cmi_datasource.errors import AttachmentError, IncompleteAttachmentError
+from cmi_datasource.layout import BIG, LITTLE
+from cmi_datasource.messages import PhysicalMessage
+from cmi_datasource.mq.envelope import unwrap
+from cmi_datasource.mq.headers import MQDLH, MQMDE, MQRFH2, MQXQH
+from cmi_datasource.mq.mqmd import MQMF_LAST_SEGMENT, MQMF_SEGMENT, descriptor_to_bytes
+
+TABLE = pa.table({
+    "ID": pa.array([float(i) for i in range(400)]),
+    "NAME": pa.array([f"person {i} Ünïcode" if i % 7 else None for i in range(400)]),
+    "BORN": pa.array([dt.date(1950, 1, 1) + dt.timedelta(days=37 * i) for i in range(400)]),
+})
+
+
+def plain(encoding=546, ccsid=1208):
+    options = WriteOptions(encoding=encoding, ccsid=ccsid, max_message_bytes=1024, deterministic_seed="env")
+    return build_messages([DatasetToWrite(TABLE, "LIB", "PEOPLE")], options=options)
+
+
+def order_of(d):
+    return LITTLE if d.encoding & 0x0F == 2 else BIG
+
+
+def codec_of(d):
+    return "cp037" if d.ccsid in (37, 500, 1047, 1140, 273) else "latin-1"
+
+
+def text(value: str, size: int, codec: str) -> bytes:
+    return value.ljust(size).encode(codec)
+
+
+def xmitq(d, payload):
+    """As on a transmission queue: MQXQH with the message's version-1 MQMD, then the data."""
+    codec, order = codec_of(d), order_of(d)
+    inner = dataclasses.replace(d, version=1)
+    xqh = MQXQH.pack({"struc_id": "XQH ".encode(codec), "remote_q_name": text("SAS.IN", 48, codec),
+                      "remote_q_mgr_name": text("QM.TARGET", 48, codec)}, order)
+    outer = dataclasses.replace(d, version=1, format="MQXMIT  ", msg_type=8)
+    return outer, xqh + descriptor_to_bytes(inner, order, codec) + payload
+
+
+def dead_letter(d, payload):
+    codec, order = codec_of(d), order_of(d)
+    dlh = MQDLH.pack({"struc_id": "DLH ".encode(codec), "reason": 2053, "dest_q_name": text("SAS.FULL", 48, codec),
+                      "dest_q_mgr_name": text("QM1", 48, codec), "encoding": d.encoding, "ccsid": d.ccsid,
+                      "format": d.format.encode(codec)}, order)
+    return dataclasses.replace(d, format="MQDEAD  "), dlh + payload
+
+
+def mqmde(d, payload, **fields):
+    codec = codec_of(d)
+    values = {"struc_id": "MDE ".encode(codec), "encoding": d.encoding, "ccsid": d.ccsid,
+              "format": d.format.encode(codec)}
+    values.update(fields)
+    return MQMDE.pack(values, order_of(d))
+
+
+def v1_with_mqmde(d, payload):
+    return dataclasses.replace(d, version=1, format="MQHMDE  "), mqmde(d, payload) + payload
+
+
+def rfh2(d, payload):
+    folder = b"<usr><origin>SAS</origin></usr>    "  # padded to a multiple of 4
+    header = MQRFH2.pack({"struc_id": b"RFH ", "struc_length": MQRFH2.size + 4 + len(folder),
+                          "encoding": d.encoding, "ccsid": d.ccsid, "format": d.format.encode("latin-1"),
+                          "name_value_ccsid": 1208}, order_of(d))
+    return dataclasses.replace(d, format="MQHRF2  "), header + struct.pack(order_of(d) + "i", len(folder)) + folder + payload
+
+
+def write(tmp_path, messages, name="q.dmp"):
+    path = tmp_path / name
+    with open(path, "wb") as f:
+        write_dump(f, messages)
+    return str(path)
+
+
+def rows_of(path):
+    return Capture.open(path).dataset_table().to_pylist()
+
+
+EXPECTED = TABLE.to_pylist()
+
+
+@pytest.mark.parametrize("wrap", [xmitq, dead_letter, v1_with_mqmde, rfh2], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("encoding, ccsid", [(546, 1208), (273, 819), (785, 37)])
+def test_wrapped_messages_read_like_the_plain_dump(tmp_path, wrap, encoding, ccsid):
+    messages = [wrap(d, p) for d, p in plain(encoding, ccsid)]
+    assert rows_of(write(tmp_path, messages)) == rows_of(write(tmp_path, plain(encoding, ccsid), "plain.dmp"))
+    assert len(rows_of(write(tmp_path, messages))) == 400
+
+
+def test_transmission_queue_then_mqmde_then_dead_letter(tmp_path):
+    """Seed 002's order on a transmission queue: MQXQH, MQMDE, MQDLH, data."""
+    messages = []
+    for d, p in plain():
+        d2, p2 = dead_letter(d, p)
+        d3, p3 = v1_with_mqmde(d2, p2)
+        messages.append(xmitq(d3, p3))
+    path = write(tmp_path, messages)
+    assert rows_of(path) == EXPECTED
+    cap = Capture.open(path)
+    row = messages_table(cap).to_pylist()[3]
+    assert row["headers"] == ["MQXQH", "MQMDE", "MQDLH"]
+    assert row["remote_queue"] == "SAS.IN" and row["remote_qmgr"] == "QM.TARGET"
+    assert row["dead_letter_reason"] == 2053 and row["dead_letter_queue"] == "SAS.FULL"
+    assert row["format"] == "MQXMIT  " and row["in_attachment"] and row["role"] == "sequenced"
+
+
+def test_rfh2_properties_are_kept(tmp_path):
+    cap = Capture.open(write(tmp_path, [rfh2(d, p) for d, p in plain()]))
+    row = messages_table(cap).to_pylist()[0]
+    assert row["headers"] == ["MQRFH2"] and row["properties"] == ["<usr><origin>SAS</origin></usr>"]
+
+
+def physical(d, p):
+    return PhysicalMessage(d, p, "memory", 0, 0, 1)
+
+
+def test_version_2_mqmd_with_default_group_fields_adopts_the_mqmde():
+    d, p = plain()[3]
+    group = b"G" * 24
+    message = physical(dataclasses.replace(d, version=2, format="MQHMDE  "),
+                       mqmde(d, p, group_id=group, msg_seq_number=5) + p)
+    out = unwrap(message)
+    assert out.payload == p and out.descriptor.group_id == group and out.descriptor.msg_seq_number == 5
+    assert out.envelope.headers == ("MQMDE",)
+
+
+def test_version_2_mqmd_with_its_own_group_fields_keeps_the_mqmde_as_data():
+    d, p = plain()[3]
+    own = dataclasses.replace(d, version=2, format="MQHMDE  ", group_id=b"O" * 24, msg_seq_number=2)
+    message = physical(own, mqmde(d, p, group_id=b"G" * 24) + p)
+    out = unwrap(message)
+    assert out.payload == message.payload and out.descriptor.group_id == b"O" * 24
+
+
+@pytest.mark.parametrize("bad", [
+    {"struc_id": b"MDX "},  # wrong structure id
+    {"struc_id": "MDE ".encode("cp037")},  # EBCDIC id where the data is ASCII: wrong character set
+    {"version": 3},
+    {"struc_length": 80},
+    {"encoding": 0x7FFF},
+])
+def test_invalid_mqmde_is_data_not_an_error(bad):
+    d, p = plain()[3]
+    message = physical(dataclasses.replace(d, version=1, format="MQHMDE  "), mqmde(d, p, **bad) + p)
+    out = unwrap(message)
+    assert out.payload == message.payload and out.envelope is None
+
+
+def test_mqmde_in_the_other_byte_order_is_data():
+    d, p = plain()[3]
+    swapped = dataclasses.replace(d, encoding=273)  # the MQMDE is written big-endian, the MQMD says 546
+    message = physical(dataclasses.replace(d, version=1, format="MQHMDE  "), mqmde(swapped, p) + p)
+    assert unwrap(message).payload == message.payload
+
+
+def test_truncated_header_is_reported_and_the_data_kept(tmp_path):
+    d, p = plain()[3]
+    message = physical(dataclasses.replace(d, format="MQXMIT  "), b"XQH " + bytes(20))
+    out = unwrap(message)
+    assert out.payload == message.payload and "MQXQH needs" in out.envelope.problem
+
+
+def segmented(messages, size=100, rng=None, with_mqmde=False):
+    """Each sequenced message cut into segments of ``size`` bytes (MQMD v2, or v1 + MQMDE)."""
+    out = []
+    for n, (d, p) in enumerate(messages):
+        if d.msg_type != 100001 or len(p) <= size:
+            out.append((d, p))
+            continue
+        group = struct.pack(">I", n) * 6
+        for offset in range(0, len(p), size):
+            flags = MQMF_SEGMENT | (MQMF_LAST_SEGMENT if offset + size >= len(p) else 0)
+            piece = p[offset:offset + size]
+            if with_mqmde:
+                out.append((dataclasses.replace(d, version=1, format="MQHMDE  "),
+                            mqmde(d, piece, group_id=group, offset=offset, msg_flags=flags) + piece))
+            else:
+                out.append((dataclasses.replace(d, version=2, group_id=group, msg_seq_number=1, offset=offset,
+                                                msg_flags=flags), piece))
+    if rng is not None:
+        out = out + rng.sample(out, len(out) // 5)  # duplicates
+        rng.shuffle(out)
+    return out
+
+
+@pytest.mark.parametrize("with_mqmde", [False, True])
+def test_segments_shuffled_and_duplicated_are_joined(tmp_path, with_mqmde):
+    messages = segmented(plain(), rng=random.Random(7), with_mqmde=with_mqmde)
+    path = write(tmp_path, messages)
+    cap = Capture.open(path)
+    assert cap.dataset_table().to_pylist() == EXPECTED
+    rows = messages_table(cap).to_pylist()
+    assert all(r["in_attachment"] for r in rows)
+    pieces = [r for r in rows if r["msg_flags"] & MQMF_SEGMENT]
+    assert pieces and all(r["role"] == "sequenced" for r in pieces)
+
+
+def test_spark_reads_segments_joined_in_the_partition(spark, tmp_path):
+    path = write(tmp_path, segmented(plain(), rng=random.Random(3)))
+    rows = spark.read.format("cmi").load(path).orderBy("ID").collect()
+    assert [r.asDict() for r in rows] == EXPECTED
+
+
+def test_a_missing_segment_makes_the_attachment_incomplete(tmp_path):
+    messages = segmented(plain())
+    victim = next(i for i, (d, _) in enumerate(messages)
+                  if d.msg_flags == MQMF_SEGMENT and d.offset == 100)  # a middle segment
+    del messages[victim]
+    cap = Capture.open(write(tmp_path, messages))
+    [att] = cap.attachments_table().to_pylist()
+    assert att["complete"] is False and "gap: bytes 100 to 200 are missing" in att["problem"]
+    with pytest.raises(IncompleteAttachmentError):
+        cap.dataset_table()
+
+
+def test_a_missing_last_segment_is_reported(tmp_path):
+    messages = segmented(plain())
+    victim = max(i for i, (d, _) in enumerate(messages) if d.msg_flags & MQMF_LAST_SEGMENT)
+    del messages[victim]
+    [att] = Capture.open(write(tmp_path, messages)).attachments_table().to_pylist()
+    assert "last segment is missing" in att["problem"]
+
+
+@pytest.mark.parametrize("order, codec", [(LITTLE, "latin-1"), (BIG, "latin-1"), (BIG, "cp037")])
+def test_binary_mqget_capture(tmp_path, order, codec):
+    path = tmp_path / "capture.bin"
+    messages = plain(785, 37) if codec == "cp037" else plain()
+    with open(path, "wb") as f:
+        write_capture(f, messages, order, codec)
+    cap = Capture.open(str(path))
+    assert cap.dataset_table().to_pylist() == EXPECTED
+    assert [m.descriptor.correl_id for m in cap.messages] == [d.correl_id for d, _ in messages]
+
+
+def test_binary_capture_cut_short_is_a_typed_error(tmp_path):
+    path = tmp_path / "capture.bin"
+    with open(path, "wb") as f:
+        write_capture(f, plain())
+    data = path.read_bytes()
+    path.write_bytes(data[:-10])
+    from cmi_datasource.errors import TruncatedError
+    with pytest.raises(TruncatedError) as e:
+        Capture.open(str(path))
+    assert e.value.source == str(path) and e.value.message_index == len(plain()) - 1
+
+
+def test_dump_without_descriptors_cannot_be_assembled(tmp_path):
+    path = write(tmp_path, [(None, p) for _, p in plain()])
+    cap = Capture.open(path)
+    with pytest.raises(AttachmentError, match="-dN"):
+        cap.dataset_table()
+    assert len(messages_table(cap)) == len(plain())
