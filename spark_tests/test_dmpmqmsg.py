@@ -5,9 +5,10 @@ import io
 
 import pytest
 
-from cmi_datasource.capture.dmpmqmsg import (format_message, parse_dump, read_dump, read_dump_messages,
+from cmi_datasource.capture.readers import read_spans
+from cmi_datasource.capture.dmpmqmsg import (format_message, parse_dump, read_dump,
                                              write_dump)
-from cmi_datasource.errors import DumpSyntaxError, TruncatedError
+from cmi_datasource.errors import CmiFormatError, DumpSyntaxError, TruncatedError
 from cmi_datasource.messages import PhysicalMessage
 from cmi_datasource.mq.mqmd import Descriptor
 
@@ -423,7 +424,7 @@ def test_write_dump_without_index_comments_round_trips():
 # Re-reading chosen spans
 
 
-def test_read_dump_messages_rereads_chosen_spans(tmp_path):
+def test_read_spans_rereads_chosen_spans(tmp_path):
     messages = [(Descriptor(msg_type=8, correl_id=bytes([i]) * 24), bytes([i]) * (10 * i + 1))
                 for i in range(5)]
     messages[2] = (None, b"middle")
@@ -432,7 +433,7 @@ def test_read_dump_messages_rereads_chosen_spans(tmp_path):
     path = write(tmp_path, buf.getvalue())
     originals = list(read_dump(path))
     chosen = [originals[3], originals[0], originals[2]]
-    again = list(read_dump_messages(path, [(m.index, m.file_offset, m.file_end) for m in chosen]))
+    again = list(read_spans([m.span for m in chosen]))
     assert again == chosen
     assert all(isinstance(m, PhysicalMessage) for m in again)
     # Spans are contiguous pieces of the file that hold exactly that message.
@@ -443,22 +444,22 @@ def test_read_dump_messages_rereads_chosen_spans(tmp_path):
     assert all(a.file_end <= b.file_offset for a, b in zip(originals, originals[1:]))
 
 
-def test_read_dump_messages_crlf(tmp_path):
+def test_read_spans_crlf(tmp_path):
     data = (HEADER + b"A MST 1\nX 41\n\nA MST 2\nS \"B\"\nT c\n\nN\nX 44\n\n").replace(b"\n", b"\r\n")
     path = write(tmp_path, data)
     originals = list(read_dump(path))
-    again = list(read_dump_messages(path, [(m.index, m.file_offset, m.file_end) for m in originals[::-1]]))
+    again = list(read_spans([m.span for m in originals[::-1]]))
     assert again == originals[::-1]
     assert originals[1].payload == b"Bc\n"
 
 
-def test_read_dump_messages_span_holding_two_messages_is_an_error(tmp_path):
+def test_read_spans_span_holding_two_messages_is_an_error(tmp_path):
     buf = io.BytesIO()
     write_dump(buf, [(Descriptor(), b"a"), (Descriptor(), b"b")], created="x")
     path = write(tmp_path, buf.getvalue())
     first, second = read_dump(path)
-    with pytest.raises(DumpSyntaxError):
-        list(read_dump_messages(path, [(0, first.file_offset, second.file_end)]))
+    with pytest.raises(CmiFormatError, match="expected one message"):
+        list(read_spans([(path, 0, first.file_offset, second.file_end)]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,6 +526,6 @@ def test_random_dumps_match_the_format_rules(tmp_path):
         assert [m.index for m in msgs] == list(range(len(expected)))
         if case % 10 == 0:
             path = write(tmp_path, data, f"case{case}.dmp")
-            spans = [(m.index, m.file_offset, m.file_end) for m in msgs]
-            again = list(read_dump_messages(path, spans[::-1]))
+            spans = [(path, m.index, m.file_offset, m.file_end) for m in msgs]
+            again = list(read_spans(spans[::-1]))
             assert [(m.payload, m.descriptor) for m in again] == [(m.payload, m.descriptor) for m in msgs[::-1]]

@@ -249,20 +249,6 @@ def read_dump(path: str) -> Iterator[PhysicalMessage]:
     yield from parse_dump(data, path)
 
 
-def read_dump_messages(path: str, spans: Sequence[Tuple[int, int, int]]) -> Iterator[PhysicalMessage]:
-    """Re-read chosen messages of a dump, given (index, file_offset, file_end) of each."""
-    with open(path, "rb") as f:
-        for index, start, end in spans:
-            f.seek(start)
-            chunk = f.read(end - start)
-            found = list(parse_dump(chunk, path, base_offset=start, first_index=index))
-            if len(found) != 1:
-                raise DumpSyntaxError(f"expected one message between byte offsets {start} and {end}, "
-                                      f"found {len(found)}: the file changed since it was planned",
-                                      Location(path, index, start))
-            yield found[0]
-
-
 # ---------------------------------------------------------------------------------------------
 # Writing
 

@@ -8,7 +8,7 @@ ASCII or EBCDIC). The format is documented in the README.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Iterable, Iterator, Sequence, Tuple
+from typing import BinaryIO, Iterable, Iterator, Tuple
 
 from ..errors import Location, TruncatedError, CmiFormatError
 from ..layout import BIG, LITTLE
@@ -65,17 +65,6 @@ def read_capture_file(path: str) -> Iterator[PhysicalMessage]:
     with open(path, "rb") as f:
         data = f.read()
     yield from parse_capture(data, path)
-
-
-def read_capture_messages(path: str, spans: Sequence[Tuple[int, int, int]]) -> Iterator[PhysicalMessage]:
-    with open(path, "rb") as f:
-        for index, start, end in spans:
-            f.seek(start)
-            found = list(parse_capture(f.read(end - start), path, start, index))
-            if len(found) != 1:
-                raise CaptureFormatError(f"expected one message between byte offsets {start} and {end}",
-                                         Location(path, index, start))
-            yield found[0]
 
 
 def write_capture(out: BinaryIO, messages: Iterable[Tuple[Descriptor, bytes]], order: str = LITTLE,

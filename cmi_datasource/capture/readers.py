@@ -4,6 +4,7 @@ from __future__ import annotations
 from itertools import groupby
 from typing import Iterator, Sequence
 
+from ..errors import CmiFormatError, Location
 from ..messages import MessageSpan, PhysicalMessage
 from . import dmpmqmsg, mqget_capture
 
@@ -20,10 +21,19 @@ def read_capture(path: str) -> Iterator[PhysicalMessage]:
 
 
 def read_spans(spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
-    """The physical messages at ``spans``, in the order given, opening each file once per run."""
+    """The physical messages at ``spans``, in the order given, opening each file once per run.
+
+    Each span is parsed on its own, with the file's offsets and indexes, so a span that no
+    longer holds exactly one message (the file changed since planning) is an error.
+    """
     for source, run in groupby(spans, key=lambda s: s[0]):
-        wanted = [(i, a, b) for _, i, a, b in run]
-        if _is_binary_capture(source):
-            yield from mqget_capture.read_capture_messages(source, wanted)
-        else:
-            yield from dmpmqmsg.read_dump_messages(source, wanted)
+        parse = mqget_capture.parse_capture if _is_binary_capture(source) else dmpmqmsg.parse_dump
+        with open(source, "rb") as f:
+            for _, index, start, end in run:
+                f.seek(start)
+                found = list(parse(f.read(end - start), source, start, index))
+                if len(found) != 1:
+                    raise CmiFormatError(f"expected one message between byte offsets {start} and {end}, "
+                                         f"found {len(found)}: the file changed since it was planned",
+                                         Location(source, index, start))
+                yield found[0]

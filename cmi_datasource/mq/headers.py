@@ -8,27 +8,35 @@ from __future__ import annotations
 
 from ..layout import Field, Layout
 
+def _mqh_fields(struc_id: bytes, struc_length: int):
+    """The fields every "MQH*"-style header starts with (MQMDE, MQRFH2, MQCIH, ...)."""
+    return (
+        Field("struc_id", "4s", struc_id),
+        Field("version", "i", 2),
+        Field("struc_length", "i", struc_length),
+        Field("encoding", "i", 546),
+        Field("ccsid", "i", 0),
+        Field("format", "8s", b" " * 8, text=True),
+        Field("flags", "i", 0),
+    )
+
+
+MQH_COMMON = Layout("MQH", _mqh_fields(b"    ", 32))
+
+MQMDE = Layout("MQMDE", _mqh_fields(b"MDE ", 72) + (
+    Field("group_id", "24s", bytes(24)),
+    Field("msg_seq_number", "i", 1),
+    Field("offset", "i", 0),
+    Field("msg_flags", "i", 0),
+    Field("original_length", "i", -1),
+))
+
 MQXQH = Layout("MQXQH", (
     Field("struc_id", "4s", b"XQH "),
     Field("version", "i", 1),
     Field("remote_q_name", "48s", b" " * 48, text=True),
     Field("remote_q_mgr_name", "48s", b" " * 48, text=True),
     # Then a version-1 MQMD (MsgDesc), laid out by mq.mqmd.MQMD_V1.
-))
-
-MQMDE = Layout("MQMDE", (
-    Field("struc_id", "4s", b"MDE "),
-    Field("version", "i", 2),
-    Field("struc_length", "i", 72),
-    Field("encoding", "i", 546),
-    Field("ccsid", "i", 0),
-    Field("format", "8s", b" " * 8, text=True),
-    Field("flags", "i", 0),
-    Field("group_id", "24s", bytes(24)),
-    Field("msg_seq_number", "i", 1),
-    Field("offset", "i", 0),
-    Field("msg_flags", "i", 0),
-    Field("original_length", "i", -1),
 ))
 
 MQDLH = Layout("MQDLH", (
@@ -46,18 +54,7 @@ MQDLH = Layout("MQDLH", (
     Field("put_time", "8s", b" " * 8, text=True),
 ))
 
-# The fields every "MQH*" header starts with (MQRFH2, MQCIH, MQIIH, ...).
-MQH_COMMON = Layout("MQH", (
-    Field("struc_id", "4s", b"    "),
-    Field("version", "i", 2),
-    Field("struc_length", "i", 36),
-    Field("encoding", "i", 546),
-    Field("ccsid", "i", 0),
-    Field("format", "8s", b" " * 8, text=True),
-    Field("flags", "i", 0),
-))
-
-MQRFH2 = Layout("MQRFH2", MQH_COMMON.fields + (Field("name_value_ccsid", "i", 1208),))
+MQRFH2 = Layout("MQRFH2", _mqh_fields(b"RFH ", 36) + (Field("name_value_ccsid", "i", 1208),))
 
 FORMAT_XMIT = "MQXMIT"
 FORMAT_MD_EXTENSION = "MQHMDE"

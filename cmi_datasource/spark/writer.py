@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
@@ -27,7 +28,7 @@ from ..cmi.emit import OutgoingAttachment, header_groups
 from ..dump_writer import (DETERMINISTIC_CREATED, FileToWrite, dataset_attachment, file_attachment,
                            stream_messages)
 from ..errors import CmiOptionError
-from ..errors import CmiEncodeError
+from ..errors import CmiEncodeError, CmiError
 from ..payload.sas_dataset_writer import check_schema, merge_lengths, string_lengths
 from .options import SparkWriteOptions
 
@@ -103,6 +104,10 @@ class CmiWriter(DataSourceArrowWriter):
             if "name" not in names or column not in names:
                 raise CmiOptionError(f"writing {options.kind} files needs columns 'name' and '{column}'; "
                                      f"the DataFrame has {sorted(names)}")
+        # Made last, once the options are known good, on the driver before any task runs: a task
+        # that finds it gone knows the job was aborted and writes nothing, so a task finishing
+        # late cannot leave files behind an abort.
+        os.makedirs(self.staging)
 
     # -- tasks ------------------------------------------------------------------------------
 
@@ -110,17 +115,24 @@ class CmiWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         partition_id = context.partitionId() if context else 0
         attempt = context.attemptNumber() if context else 0
-        os.makedirs(self.staging, exist_ok=True)
         path = os.path.join(self.staging, f"part-{partition_id:05d}-{attempt}.arrow")
         rows, lengths = 0, {}
         codepage = code_page(self.options.codec.ccsid)
-        with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, self.arrow_schema) as spill:
-            for batch in iterator:
-                batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.arrow_schema)
-                if self.options.kind == "dataset":
-                    lengths = merge_lengths(lengths, string_lengths(batch, codepage))
-                spill.write_batch(batch)
-                rows += batch.num_rows
+        try:
+            sink = pa.OSFile(path, "wb")
+        except OSError:
+            raise CmiError(f"the write job {self.job_id} was aborted: its staging folder is gone") from None
+        try:
+            with sink, pa.ipc.new_stream(sink, self.arrow_schema) as spill:
+                for batch in iterator:
+                    batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.arrow_schema)
+                    if self.options.kind == "dataset":
+                        lengths = merge_lengths(lengths, string_lengths(batch, codepage))
+                    spill.write_batch(batch)
+                    rows += batch.num_rows
+        except BaseException:
+            _remove_quietly(path)
+            raise
         return CmiCommitMessage(partition_id, path, rows, lengths)
 
     # -- driver -----------------------------------------------------------------------------
@@ -160,7 +172,6 @@ class CmiWriter(DataSourceArrowWriter):
         o = self.options
         parts = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
         try:
-            os.makedirs(self.staging, exist_ok=True)
             attachments = (self._dataset_attachments(parts) if o.kind == "dataset"
                            else list(self._file_attachments(parts)))
             codepage = code_page(o.codec.ccsid)
@@ -187,7 +198,22 @@ class CmiWriter(DataSourceArrowWriter):
             os.rmdir(self.options.directory)
 
     def _remove_staging(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+        # A task still finishing may create a file while the folder is being removed: try again
+        # until the folder is gone (tasks cannot recreate it; see __init__).
+        for _ in range(100):
+            shutil.rmtree(self.staging, ignore_errors=True)
+            if not os.path.exists(self.staging):
+                break
+            time.sleep(0.02)
         parent = os.path.dirname(self.staging)
-        if os.path.isdir(parent) and not os.listdir(parent):
-            os.rmdir(parent)
+        try:
+            os.rmdir(parent)  # only when empty: other jobs may be staging beside us
+        except OSError:
+            pass
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
