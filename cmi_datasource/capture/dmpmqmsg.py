@@ -19,6 +19,8 @@ import re
 import time
 from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from ..errors import DumpSyntaxError, Location, TruncatedError
 from ..messages import PhysicalMessage
 from ..mq.mqmd import FIELDS_BY_DUMP_CODE, MQMD_FIELDS, Descriptor
@@ -47,19 +49,42 @@ class _MessageRecord:
 
 
 _END_OF_X_RUN = re.compile(rb"\n(?!X)")
-_HEX_DIGITS = b"0123456789ABCDEFabcdef"
 
 
-def _decode_plain_x_run(run: bytes) -> Optional[bytes]:
-    """Bytes of a run of plain ``X <hex>`` lines, or None when the run needs line-by-line
-    parsing (ASCII columns, CR line ends, odd or bad lines: the slow path reports those)."""
-    lines = run.split(b"\n")
-    if any(n & 1 for n in set(map(len, lines))):
+_X_TO_SPACE = bytes.maketrans(b"X", b" ")
+_ORD_X, _ORD_SPACE, _ORD_NL = ord("X"), ord(" "), ord("\n")
+
+
+def _plain_x_run(data: bytes, pos: int) -> Optional[Tuple[int, bytes]]:
+    """(end, bytes) of the run of X lines starting at ``pos`` when every line is ``X `` + hex
+    digits, all lines as wide as the first but the last (as dmpmqmsg writes them); None for
+    anything else (ASCII columns, spaces or tabs in the hex, odd lines, CRs, ragged widths),
+    which the line-by-line path then parses and reports. Nearly all of a dump's bytes go
+    through here: a few C-speed passes and strided numpy checks of the line starts."""
+    found = _END_OF_X_RUN.search(data, pos)
+    end = len(data) if found is None else found.start()
+    run = data[pos:end]
+    if run.endswith(b"\n"):  # the file ends right after the run
+        run, end = run[:-1], end - 1
+    width = run.find(b"\n")
+    width = len(run) if width < 0 else width
+    if width < 2:
         return None
-    digits = b"".join(lines).replace(b"X ", b"")
-    if len(digits) != sum(map(len, lines)) - 2 * len(lines) or digits.translate(None, _HEX_DIGITS):
+    text = np.frombuffer(run, dtype=np.uint8)
+    starts = text[0::width + 1]
+    if not ((starts == _ORD_X).all() and (text[1::width + 1] == _ORD_SPACE).all()
+            and (text[width::width + 1] == _ORD_NL).all()):
         return None
-    return bytes.fromhex(digits.decode("ascii"))
+    lines = len(starts)
+    digits = len(run) - 3 * lines + 1  # when every line is "X " + hex digits
+    if digits & 1 or (len(run) - (lines - 1) * (width + 1)) > width:
+        return None
+    try:
+        decoded = bytes.fromhex(run.translate(_X_TO_SPACE).decode("latin-1"))
+    except ValueError:
+        return None
+    # A space or tab inside a line (fromhex skips them) shows as a shortfall of bytes.
+    return (end, decoded) if len(decoded) * 2 == digits else None
 
 
 def _x_lines(run: bytes, offset: int) -> Iterator[Tuple[int, bytes]]:
@@ -89,15 +114,16 @@ def _parse_hex_field(value: bytes, size: int, default: bytes, where: Location, c
     return raw + default[len(raw):]
 
 
-def _parse_attribute(record: _MessageRecord, line: bytes, where: Location) -> None:
+def _parse_attribute(line: bytes, where: Location) -> Optional[Tuple[str, object]]:
+    """(field name, value) of an ``A`` line, or None for a value-less line (the field keeps its default)."""
     if len(line) < 5:
         raise DumpSyntaxError(f"attribute line {line!r} is too short to name an attribute", where)
     code = line[2:5].decode("latin-1")
     field = FIELDS_BY_DUMP_CODE.get(code)
     if field is None:
         raise DumpSyntaxError(f"unknown attribute code {code!r}", where)
-    if len(line) < 7:  # no value: the field keeps its MQMD default
-        return
+    if len(line) < 7:
+        return None
     value = line[6:]
     size = int(field.code[:-1]) if field.kind != "int" else 4
     if field.kind == "int":
@@ -110,7 +136,23 @@ def _parse_attribute(record: _MessageRecord, line: bytes, where: Location) -> No
             raise DumpSyntaxError(f"attribute {code} is {len(value)} characters, the field has {size}", where)
         raw = raw.ljust(size, b" ")
         parsed = raw if field.kind == "hex" else raw.decode("latin-1")
-    record.attributes[field.name] = parsed
+    return field.name, parsed
+
+
+# Most attribute lines repeat from message to message (MST, ENC, CCS, FMT...): parse each once.
+_ATTRIBUTE_CACHE: dict = {}
+_ATTRIBUTE_CACHE_LIMIT = 50_000
+
+
+def _attribute(line: bytes, where: Location) -> Optional[Tuple[str, object]]:
+    try:
+        return _ATTRIBUTE_CACHE[line]
+    except KeyError:
+        parsed = _parse_attribute(line, where)
+        if len(_ATTRIBUTE_CACHE) >= _ATTRIBUTE_CACHE_LIMIT:
+            _ATTRIBUTE_CACHE.clear()
+        _ATTRIBUTE_CACHE[line] = parsed
+        return parsed
 
 
 def _parse_string_line(line: bytes, where: Location) -> bytes:
@@ -195,15 +237,15 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
         tag = line[:1]
         if tag == b"X" and record is not None:
             # A whole run of X lines at once: this is where nearly all of a dump's bytes are.
-            run_end = _END_OF_X_RUN.search(data, pos)
-            run_end = size if run_end is None else run_end.start()
-            run = data[pos:run_end]
-            fast = _decode_plain_x_run(run)
+            fast = _plain_x_run(data, pos)
             if fast is None:
-                record.hex_lines.extend(_x_lines(run, base_offset + pos))
+                found = _END_OF_X_RUN.search(data, pos)
+                run_end = size if found is None else found.start()
+                record.hex_lines.extend(_x_lines(data[pos:run_end], base_offset + pos))
             else:
                 flush_hex()
-                record.data_parts.append(fast)
+                run_end, decoded = fast
+                record.data_parts.append(decoded)
             last_line_start = base_offset + run_end
             pos = run_end + 1
             continue
@@ -221,7 +263,9 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
                 raise DumpSyntaxError("N line inside a message's attribute lines",
                                       Location(source, index, offset))
             if tag == b"A":
-                _parse_attribute(record, line, Location(source, index, offset))
+                parsed = _attribute(line, Location(source, index, offset))
+                if parsed is not None:
+                    record.attributes[parsed[0]] = parsed[1]
                 record.has_descriptor = True
             last_line_start = offset + len(line)
             continue
