@@ -12,7 +12,8 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from .capture.paths import resolve_paths
-from .capture.readers import read_capture, read_spans
+from .capture.readers import read_spans
+from .index import indexed, slim
 from .charsets import CharsetPolicy
 from .cmi.assembly import ROLE_OTHER, Assembly, Attachment, assemble, message_code_page
 from .cmi.header import ATTACHMENT_DATASET
@@ -22,8 +23,9 @@ from .messages import MessageSpan, PhysicalMessage
 from .mq.envelope import unwrap
 from .mq.segments import IncompleteSegments, is_segment, join_segments
 from .payload.external_file import read_external_file
-from .payload.sas_dataset import (DEFAULT_BATCH_ROWS, DatasetLayout, arrow_schema, iter_observation_batches,
-                                  read_layout, record_type_of)
+from .payload.sas_dataset import (DEFAULT_BATCH_ROWS, RECORD_OBSERVATIONS, DatasetLayout, RecordStream,
+                                  arrow_schema, iter_observation_batches, observation_messages, read_layout,
+                                  record_type_of)
 
 
 @dataclass(frozen=True)
@@ -36,18 +38,27 @@ class AttachmentPlan:
     wire: WireFormat
     refs: Tuple[Tuple[MessageSpan, ...], ...]  # sequenced messages 1..N, each its physical records
     charsets: CharsetPolicy
-    observations: int = 0
 
     def messages(self) -> List[PhysicalMessage]:
         return load_logical(self.refs)
 
 
-def logical_messages(physical: Sequence[PhysicalMessage]):
-    """The MQ layer: headers removed, segments joined. Returns (unwrapped physical messages,
-    logical messages, segment groups that could not be joined)."""
-    unwrapped = [unwrap(m) for m in physical]
-    logical, incomplete = join_segments(unwrapped)
-    return unwrapped, logical, incomplete
+@dataclass(frozen=True)
+class DatasetSlice:
+    """Observations [first_row, last_row) of one dataset attachment: one Spark partition.
+
+    It carries the decoded definitions, so read() re-reads only the observation messages
+    that hold its rows (``refs``, whose data starts at ``base`` in the observation stream).
+    """
+
+    key_hex: str
+    name: str
+    layout: DatasetLayout
+    charsets: CharsetPolicy
+    refs: Tuple[Tuple[MessageSpan, ...], ...]
+    base: int
+    first_row: int
+    last_row: int
 
 
 def load_logical(refs: Sequence[Tuple[MessageSpan, ...]]) -> List[PhysicalMessage]:
@@ -72,14 +83,22 @@ def _codepage_reader(charsets: CharsetPolicy):
     return lambda message: message_code_page(message, charsets)
 
 
-def dataset_batches(plan: AttachmentPlan, batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
-                    first_row: int = 0, last_row: Optional[int] = None,
-                    messages: Optional[Sequence[PhysicalMessage]] = None) -> Iterator[pa.RecordBatch]:
-    messages = plan.messages() if messages is None else messages
-    codepage_of = _codepage_reader(plan.charsets)
-    layout, stream = read_layout(messages, plan.wire, codepage_of)
-    yield from iter_observation_batches(layout, stream, codepage_of(messages[0]), batch_rows, temporal,
-                                        first_row, last_row)
+def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
+                  messages: Optional[Sequence[PhysicalMessage]] = None) -> Iterator[pa.RecordBatch]:
+    """Record batches of a slice's observations; ``messages`` saves re-reading them from disk."""
+    if part.first_row >= part.last_row:
+        return
+    messages = load_logical(part.refs) if messages is None else messages
+    stream = RecordStream(RECORD_OBSERVATIONS, list(messages), base=part.base)
+    codepage = part.charsets.code_page_for(part.layout.ccsid)
+    yield from iter_observation_batches(part.layout, stream, codepage, batch_rows, temporal,
+                                        part.first_row, part.last_row)
+
+
+def partition_target(total_bytes: int, max_partition_bytes: int, min_partitions: int) -> int:
+    """Bytes per partition, as Spark's file sources size them: at most max_partition_bytes and
+    small enough that there are at least min_partitions."""
+    return max(1, min(max_partition_bytes, -(-total_bytes // max(min_partitions, 1))))
 
 
 # ------------------------------------------------------------------------------------------
@@ -122,53 +141,96 @@ def _hex(raw: Optional[bytes]) -> Optional[str]:
 @dataclass
 class Capture:
     paths: List[str]
-    messages: List[PhysicalMessage]  # as captured, one per record
+    messages: List[PhysicalMessage]  # one per captured record, MQ headers removed (see index.py)
     assembly: Assembly
     charsets: CharsetPolicy = field(default_factory=CharsetPolicy)
-    unwrapped: Optional[List[PhysicalMessage]] = None  # messages with their MQ headers removed
     incomplete_segments: List[IncompleteSegments] = field(default_factory=list)
     _layouts: Dict[bytes, object] = field(default_factory=dict)
 
     @classmethod
     def open(cls, paths: Iterable[str], charsets: CharsetPolicy = CharsetPolicy()) -> "Capture":
+        """The capture files under ``paths``, through their cached message indexes."""
         if isinstance(paths, str):
             paths = [paths]
         files = resolve_paths(paths)
-        return cls.of_messages(files, [m for path in files for m in read_capture(path)], charsets)
+        messages = [m for path in files for m in indexed(path)]
+        logical, incomplete = join_segments(messages)
+        logical = [slim(m) if m.parts else m for m in logical]
+        return cls(files, messages, assemble(logical, charsets, incomplete), charsets, incomplete)
 
     @classmethod
     def of_messages(cls, paths: List[str], physical: List[PhysicalMessage],
                     charsets: CharsetPolicy = CharsetPolicy()) -> "Capture":
-        unwrapped, logical, incomplete = logical_messages(physical)
-        return cls(paths, physical, assemble(logical, charsets, incomplete), charsets, unwrapped, incomplete)
+        """A capture of messages held in memory (whole payloads), e.g. built by a test."""
+        messages = [unwrap(m) for m in physical]
+        logical, incomplete = join_segments(messages)
+        return cls(paths, messages, assemble(logical, charsets, incomplete), charsets, incomplete)
 
     @property
     def attachments(self) -> List[Attachment]:
         return self.assembly.attachments
 
+    def full(self, message: PhysicalMessage) -> PhysicalMessage:
+        """The message with its whole payload (re-read when planning kept only its start)."""
+        return load_logical([message.spans])[0] if message.is_partial else message
+
     # -- plans ------------------------------------------------------------------------------
 
     def plan(self, att: Attachment) -> AttachmentPlan:
-        messages = att.ordered_messages()
-        layout = self.layout(att) if att.entry.attachment_type == ATTACHMENT_DATASET else None
         return AttachmentPlan(att.key_hex, att.entry.kind, att.entry.name, att.header.wire,
-                              tuple(m.spans for m in messages), self.charsets,
-                              layout.observations if layout else 0)
+                              tuple(m.spans for m in att.ordered_messages()), self.charsets)
 
-    def layout(self, att: Attachment) -> DatasetLayout:
-        """Dataset definitions of a complete dataset attachment (cached); raises on bad layouts."""
+    def _layout_and_stream(self, att: Attachment):
         cached = self._layouts.get(att.key)
         if isinstance(cached, CmiFormatError):
             raise cached
         if cached is None:
             try:
-                cached, _ = read_layout(att.ordered_messages(), att.header.wire,
-                                        _codepage_reader(self.charsets))
+                # Definitions are decoded whole; observations are only measured.
+                messages = [self.full(m) if m.is_partial and record_type_of(m) != RECORD_OBSERVATIONS else m
+                            for m in att.ordered_messages()]
+                cached = read_layout(messages, att.header.wire, _codepage_reader(self.charsets))
             except CmiFormatError as e:
                 self._layouts[att.key] = e
                 raise
             self._layouts[att.key] = cached
         return cached
+
+    def layout(self, att: Attachment) -> DatasetLayout:
+        """Dataset definitions of a complete dataset attachment (cached); raises on bad layouts."""
+        return self._layout_and_stream(att)[0]
+
+    def observation_bytes_in_files(self, att: Attachment) -> int:
+        """File bytes of an attachment's observation messages: what its partitions read."""
+        _, stream = self._layout_and_stream(att)
+        return sum(end - start for m in (stream.messages if stream else []) for _, _, start, end in m.spans)
+
+    def dataset_slices(self, att: Attachment, target_bytes: int) -> List[DatasetSlice]:
+        """The attachment's observations cut into slices of about ``target_bytes`` of file,
+        at observation boundaries (records may straddle messages). Decodes no observation."""
+        layout, stream = self._layout_and_stream(att)
+        obslen, nobs = layout.definition.obs_length, layout.observations
+
+        def make(first: int, last: int) -> DatasetSlice:
+            if stream is None or first >= last:
+                return DatasetSlice(att.key_hex, att.entry.name, layout, self.charsets, (), 0, first, last)
+            lo, hi = observation_messages(stream, obslen, first, last)
+            refs = tuple(m.spans for m in stream.messages[lo:hi])
+            return DatasetSlice(att.key_hex, att.entry.name, layout, self.charsets, refs,
+                                stream.starts[lo] if lo < hi else 0, first, last)
+
+        if stream is None or not obslen or not nobs:
+            return [make(0, 0)]
+        cuts, acc = [0], 0
+        for m, start in zip(stream.messages, stream.starts):
+            acc += sum(end - begin for _, _, begin, end in m.spans)
+            if acc >= target_bytes:
+                row = (start + m.length - stream.skip) // obslen
+                if cuts[-1] < row < nobs:
+                    cuts.append(row)
+                    acc = 0
+        cuts.append(nobs)
+        return [make(a, b) for a, b in zip(cuts, cuts[1:])]
 
     # -- selection --------------------------------------------------------------------------
 
@@ -221,8 +283,12 @@ class Capture:
                       temporal: bool = True) -> pa.Table:
         chosen = self.select_datasets(dataset, attachment)
         schema = arrow_schema(self.layout(chosen[0]), temporal)
-        batches = [b for a in chosen for b in dataset_batches(self.plan(a), temporal=temporal,
-                                                               messages=a.ordered_messages())]
+        batches = []
+        for att in chosen:
+            [whole] = self.dataset_slices(att, target_bytes=1 << 62)
+            stream = self._layout_and_stream(att)[1]
+            observations = [self.full(m) for m in stream.messages] if whole.refs else []
+            batches.extend(slice_batches(whole, temporal=temporal, messages=observations))
         return pa.Table.from_batches(batches, schema=schema)
 
     def attachments_table(self) -> pa.Table:
@@ -241,7 +307,7 @@ class Capture:
                 "attachment": a.key_hex, "kind": a.entry.kind, "name": a.entry.name,
                 "description": a.entry.description, "complete": a.complete, "expected_messages": a.expected,
                 "found_messages": len(a.sequenced), "observations": observations, "variables": variables,
-                "label": label, "message": a.application.payload if a.application else None,
+                "label": label, "message": self.full(a.application).payload if a.application else None,
                 "problem": problem, "source": a.header_message.source,
             })
         return pa.Table.from_pylist(rows, schema=ATTACHMENTS_SCHEMA)
@@ -263,7 +329,8 @@ class Capture:
     def files_table(self) -> pa.Table:
         """The complete external files (incomplete ones are listed by attachments_table)."""
         chosen = [a for a in self.file_attachments() if a.complete]
-        return files_table([self.plan(a) for a in chosen], [a.ordered_messages() for a in chosen])
+        return files_table([self.plan(a) for a in chosen],
+                           [[self.full(m) for m in a.ordered_messages()] for a in chosen])
 
 
 def files_table(plans: Sequence[AttachmentPlan],
@@ -284,19 +351,21 @@ def messages_table(capture: "Capture", source: Optional[str] = None) -> pa.Table
     headers found in front of the data, what the data is in, and the message's CMI role."""
     dataset_keys = {a.key for a in capture.attachments if a.entry.attachment_type == ATTACHMENT_DATASET}
     roles = capture.assembly.roles
-    unwrapped = capture.unwrapped or capture.messages
     rows = []
-    for m, inner in zip(capture.messages, unwrapped):
+    for m in capture.messages:
         if source is not None and m.source != source:
             continue
-        d, e, envelope = m.descriptor, inner.descriptor, inner.envelope
+        e, envelope = m.descriptor, m.envelope
+        d = envelope.outer if envelope else e
         role, key, sequence = roles.get((m.source, m.index), (ROLE_OTHER, None, None))
         record_type = None
-        if key in dataset_keys and sequence and len(inner.payload) >= 4 and not is_segment(inner):
-            record_type = record_type_of(inner)
+        if key in dataset_keys and sequence and m.length >= 4 and not is_segment(m):
+            record_type = record_type_of(m)
         row = {"source": m.source, "index": m.index, "offset": m.file_offset, "role": role,
                "attachment": _hex(key), "sequence": sequence, "record_type": record_type,
-               "length": len(m.payload), "in_attachment": role != ROLE_OTHER,
+               "length": envelope.captured_length if envelope and envelope.captured_length is not None
+               else m.length,
+               "in_attachment": role != ROLE_OTHER,
                "headers": list(envelope.headers) if envelope else [],
                "envelope_problem": envelope.problem if envelope else None}
         if d is not None:

@@ -8,6 +8,8 @@ messages (recording the physical pieces in ``parts``).
 """
 from __future__ import annotations
 
+import dataclasses
+import zlib
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -31,6 +33,7 @@ class Envelope:
     dead_letter_qmgr: Optional[str] = None
     properties: Tuple[str, ...] = ()  # MQRFH2 name/value folders, as text
     problem: Optional[str] = None  # a header that could not be walked; the data is left as it was
+    captured_length: Optional[int] = None  # payload bytes as captured, headers included
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,23 @@ class PhysicalMessage:
     file_end: int  # byte offset just past the message's record
     envelope: Optional[Envelope] = None
     parts: Tuple[MessageSpan, ...] = ()  # the segments of a joined logical message, in order
+    # Planning keeps only the first bytes of large payloads (see ``partial``): then these hold
+    # the whole payload's length and CRC-32, and ``payload`` is its beginning.
+    full_length: Optional[int] = None
+    full_crc: Optional[int] = None
+
+    @property
+    def length(self) -> int:
+        return len(self.payload) if self.full_length is None else self.full_length
+
+    @property
+    def is_partial(self) -> bool:
+        return self.full_length is not None
+
+    @property
+    def content_key(self) -> Tuple[int, int]:
+        """Equal for messages with equal payloads (duplicates), without holding the payloads."""
+        return (self.length, zlib.crc32(self.payload) if self.full_crc is None else self.full_crc)
 
     @property
     def span(self) -> MessageSpan:
@@ -55,3 +75,11 @@ class PhysicalMessage:
 
     def location(self, payload_offset: Optional[int] = None) -> Location:
         return Location(self.source, self.index, self.file_offset, payload_offset)
+
+
+def partial(message: PhysicalMessage, keep: int) -> PhysicalMessage:
+    """The message with only the first ``keep`` bytes of its payload (length and CRC kept)."""
+    if message.is_partial or len(message.payload) <= keep:
+        return message
+    return dataclasses.replace(message, payload=message.payload[:keep], full_length=len(message.payload),
+                               full_crc=zlib.crc32(message.payload))

@@ -283,14 +283,51 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
         raise DumpSyntaxError(f"line starts with {line[:10]!r}: not a comment, attribute or data line",
                               Location(source, index, offset))
     if record is not None:
-        yield finish(base_offset + len(data))
+        yield finish(last_line_start)
 
 
-def read_dump(path: str) -> Iterator[PhysicalMessage]:
-    """Physical messages of the dump file at ``path``."""
+READ_CHUNK_BYTES = 64 << 20
+_DATA_TAGS = (b"X", b"S", b"T")
+
+
+def _start_of_last_message(data: bytes) -> int:
+    """Offset of the first line of the last message that starts in ``data`` after a data line,
+    or 0: everything before it is whole messages, so the text can be parsed in pieces."""
+    at = max(data.rfind(b"\nA "), data.rfind(b"\nN\n"), data.rfind(b"\nN\r"))
+    while at >= 0:
+        line_start = at + 1  # an A or N line; look at the significant line before it
+        prev_end = at
+        while prev_end > 0:
+            prev_start = data.rfind(b"\n", 0, prev_end) + 1
+            line = data[prev_start:prev_end].rstrip(b"\r")
+            if line.strip() and not line.startswith(b"*"):
+                break
+            prev_end = prev_start - 1
+        else:
+            return 0
+        if line[:1] in _DATA_TAGS:
+            return line_start
+        at = prev_start - 1 if line[:1] in (b"A", b"N") else -1
+    return 0
+
+
+def read_dump(path: str, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[PhysicalMessage]:
+    """Physical messages of the dump file at ``path``, read in chunks so that memory stays
+    bounded by the chunk size (plus the largest message), whatever the file size."""
     with open(path, "rb") as f:
-        data = f.read()
-    yield from parse_dump(data, path)
+        base, index, carry = 0, 0, b""
+        while True:
+            block = f.read(chunk_bytes)
+            data = carry + block if carry else block
+            cut = len(data) if not block else _start_of_last_message(data)
+            if cut > 0:
+                for message in parse_dump(data[:cut] if cut < len(data) else data, path, base, index):
+                    index = message.index + 1
+                    yield message
+                base += cut
+            carry = data[cut:]
+            if not block:
+                return
 
 
 # ---------------------------------------------------------------------------------------------

@@ -119,7 +119,7 @@ def _dedupe(messages: Iterable[PhysicalMessage]) -> Dict[bytes, List[PhysicalMes
     by_correl: Dict[bytes, List[PhysicalMessage]] = defaultdict(list)
     for m in messages:
         group = by_correl[m.descriptor.correl_id]
-        if not any(other.payload == m.payload for other in group):
+        if not any(other.content_key == m.content_key for other in group):
             group.append(m)
     return by_correl
 
@@ -198,8 +198,8 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
             if count_group:
                 cm = att.count_message = count_group[0]
                 _assign(roles, cm, (ROLE_COUNT, entry.key, 0))
-                if len(cm.payload) != 4:
-                    att.problems.append(f"count message has {len(cm.payload)} bytes, not 4")
+                if cm.length != 4:
+                    att.problems.append(f"count message has {cm.length} bytes, not 4")
                 else:
                     (att.expected,) = struct.unpack(integer_order(cm.descriptor.encoding) + "i",
                                                     cm.payload)
@@ -222,7 +222,7 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
     for m, groups in [(m, by_correl) for m in subordinates] + [(m, header_groups) for m in headers]:
         if (m.source, m.index) not in roles:
             for other in groups.get(m.descriptor.correl_id, []):
-                if other.payload == m.payload and (other.source, other.index) in roles:
+                if other.content_key == m.content_key and (other.source, other.index) in roles:
                     _assign(roles, m, roles[(other.source, other.index)])
                     break
     return Assembly(attachments, roles)

@@ -11,17 +11,20 @@ from ..messages import PhysicalMessage
 class MessageStream:
     """Payloads of ``messages`` from byte ``skip`` of each (a record-type int, say), end to end."""
 
-    def __init__(self, messages: Sequence[PhysicalMessage], skip: int = 0):
+    def __init__(self, messages: Sequence[PhysicalMessage], skip: int = 0, base: int = 0):
+        """``base``: the stream offset of the first message, when these are a stretch of a longer stream."""
         self.messages: List[PhysicalMessage] = list(messages)
         self.skip = skip
         self.starts: List[int] = []
-        at = 0
+        at = base
         for m in self.messages:
             self.starts.append(at)
-            at += len(m.payload) - skip
+            at += m.length - skip
         self.length = at
 
     def data(self) -> bytes:
+        if any(m.is_partial for m in self.messages):
+            raise ValueError("the stream holds messages read only in part (planning data)")
         return b"".join(m.payload[self.skip:] for m in self.messages)
 
     def parts(self):
@@ -37,4 +40,4 @@ class MessageStream:
 
     def end_location(self) -> Location:
         last = self.messages[-1]
-        return last.location(len(last.payload))
+        return last.location(last.length)

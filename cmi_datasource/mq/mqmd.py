@@ -99,6 +99,7 @@ Descriptor = dataclasses.make_dataclass(
     frozen=True,
     namespace={"__doc__": "An MQMD's fields: ints as int, character fields as str, ids as bytes."},
 )
+Descriptor.__module__ = __name__  # so descriptors pickle (make_dataclass would leave "types")
 
 MQMD_STRUC_ID = "MD  "
 

@@ -8,6 +8,7 @@ by the batch size and not by the dataset.
 """
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import struct
 from dataclasses import dataclass
@@ -54,8 +55,8 @@ MAX_SAS_DAY = (dt.date(9999, 12, 31) - SAS_EPOCH).days
 class RecordStream(MessageStream):
     """Consecutive sequenced messages of one record type, their type ints removed."""
 
-    def __init__(self, record_type: int, messages: List[PhysicalMessage]):
-        super().__init__(messages, skip=RECORD_TYPE_SIZE)
+    def __init__(self, record_type: int, messages: List[PhysicalMessage], base: int = 0):
+        super().__init__(messages, skip=RECORD_TYPE_SIZE, base=base)
         self.record_type = record_type
 
 
@@ -364,6 +365,15 @@ class ObservationDecoder:
             fail(bad, "not a time of day (0 to 86399.999 seconds)")
         nanos = np.minimum(np.rint(safe * 1e9).astype(np.int64), SECONDS_PER_DAY * 10 ** 9 - 1)
         return pa.array(nanos, type=pa.time64("ns"), mask=missing)
+
+
+def observation_messages(stream: RecordStream, obs_length: int, first_row: int, last_row: int) -> Tuple[int, int]:
+    """[lo, hi): the messages of an observation stream holding rows [first_row, last_row)."""
+    if first_row >= last_row:
+        return 0, 0
+    lo = bisect.bisect_right(stream.starts, first_row * obs_length) - 1
+    hi = bisect.bisect_left(stream.starts, last_row * obs_length)
+    return max(lo, 0), hi
 
 
 def iter_observation_batches(layout: DatasetLayout, stream: Optional[RecordStream], codepage: CodePage,

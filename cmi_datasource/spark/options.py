@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
@@ -16,6 +17,7 @@ from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES
 MIN_MESSAGE_BYTES = 512
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 
+DEFAULT_MAX_PARTITION_BYTES = 128 << 20
 VIEWS = ("dataset", "attachments", "variables", "files", "messages")
 
 
@@ -60,6 +62,8 @@ class ReadOptions:
     charsets: CharsetPolicy = CharsetPolicy()
     temporal: bool = True
     batch_rows: int = DEFAULT_BATCH_ROWS
+    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
+    min_partitions: int = 1
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
@@ -85,7 +89,9 @@ class ReadOptions:
         return cls(paths=paths, view=view, dataset=options.get("dataset"), attachment=attachment,
                    charsets=CharsetPolicy(default_ccsid, _ccsid(options, "ccsid")),
                    temporal=_bool(options, "temporaltypes", True),
-                   batch_rows=_int(options, "batchrows", DEFAULT_BATCH_ROWS))
+                   batch_rows=_int(options, "batchrows", DEFAULT_BATCH_ROWS),
+                   max_partition_bytes=_int(options, "maxpartitionbytes", DEFAULT_MAX_PARTITION_BYTES),
+                   min_partitions=_int(options, "minpartitions", os.cpu_count() or 1))
 
 
 _SAS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -23,6 +23,10 @@ Options (names are case-insensitive):
 ``temporalTypes``  ``true`` (default): numerics with date/datetime/time formats become
                    ``date``/``timestamp_ntz``/``time``; ``false`` keeps them as SAS numbers.
 ``batchRows``      observations per Arrow record batch (default 65536).
+``maxPartitionBytes``  most dump bytes one partition reads (default 128 MiB): one large
+                   attachment is cut at observation boundaries into several partitions.
+``minPartitions``  fewest partitions to cut the data into (default: the CPU count where
+                   planning runs), so that a single attachment keeps every core busy.
 =================  ==========================================================================
 
 With no ``dataset``/``attachment``: the only complete dataset; several complete datasets
@@ -39,7 +43,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from ..catalog import VIEW_SCHEMAS, AttachmentPlan, Capture, dataset_batches, files_table, messages_table
+from ..catalog import (VIEW_SCHEMAS, Capture, DatasetSlice, files_table, messages_table, partition_target,
+                       slice_batches)
 from ..payload.sas_dataset import arrow_schema
 from .options import ReadOptions, SparkWriteOptions
 from .writer import CmiWriter
@@ -122,8 +127,10 @@ class CmiReader(DataSourceReader):
         o = self.options
         capture = open_capture(o)
         if o.view == "dataset":
-            return [CmiPartition("dataset", capture.plan(a))
-                    for a in capture.select_datasets(o.dataset, o.attachment)]
+            chosen = capture.select_datasets(o.dataset, o.attachment)
+            total = sum(capture.observation_bytes_in_files(a) for a in chosen)
+            target = partition_target(total, o.max_partition_bytes, o.min_partitions)
+            return [CmiPartition("dataset", part) for a in chosen for part in capture.dataset_slices(a, target)]
         if o.view == "files":
             return [CmiPartition("file", capture.plan(a))
                     for a in capture.file_attachments() if a.complete] or [CmiPartition("empty", None)]
@@ -142,8 +149,8 @@ class CmiReader(DataSourceReader):
     def read(self, partition: CmiPartition) -> Iterator[pa.RecordBatch]:
         o = self.options
         if partition.kind == "dataset":
-            plan: AttachmentPlan = partition.value
-            for batch in dataset_batches(plan, o.batch_rows, o.temporal):
+            part: DatasetSlice = partition.value
+            for batch in slice_batches(part, o.batch_rows, o.temporal):
                 yield self._conform(batch)
         elif partition.kind == "file":
             yield from self._table_batches(files_table([partition.value]))
