@@ -10,7 +10,6 @@ from cmi_datasource import Capture, index
 from cmi_datasource.capture.dmpmqmsg import read_dump, write_dump
 from cmi_datasource.catalog import partition_target, slice_batches
 from cmi_datasource.dump_writer import DatasetToWrite, WriteOptions, build_messages
-from cmi_datasource.errors import CmiFormatError
 
 N = 20_000
 TABLE = pa.table({
