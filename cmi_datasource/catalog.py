@@ -23,7 +23,8 @@ from .messages import MessageSpan, PhysicalMessage
 from .mq.envelope import unwrap
 from .mq.segments import IncompleteSegments, is_segment, join_segments
 from .payload.external_file import read_external_file
-from .payload.sas_dataset import (DEFAULT_BATCH_ROWS, RECORD_OBSERVATIONS, DatasetLayout, RecordStream,
+from .cmi.stream import OnePassStream
+from .payload.sas_dataset import (DEFAULT_BATCH_ROWS, RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, DatasetLayout,
                                   arrow_schema, iter_observation_batches, observation_messages, read_layout,
                                   record_type_of)
 
@@ -63,20 +64,23 @@ class DatasetSlice:
 
 def load_logical(refs: Sequence[Tuple[MessageSpan, ...]]) -> List[PhysicalMessage]:
     """Re-read logical messages from their physical records (in read(), far from planning)."""
-    physical = iter(read_spans([span for ref in refs for span in ref]))
-    out = []
+    return list(iter_logical(refs))
+
+
+def iter_logical(refs: Sequence[Tuple[MessageSpan, ...]]) -> Iterator[PhysicalMessage]:
+    """``load_logical`` one message at a time, so a partition never holds all of its messages."""
+    physical = read_spans([span for ref in refs for span in ref])
     for ref in refs:
         pieces = [unwrap(next(physical)) for _ in ref]
         if len(pieces) == 1 and not is_segment(pieces[0]):
-            out.append(pieces[0])
+            yield pieces[0]
             continue
         joined, incomplete = join_segments(pieces)
         if incomplete or len(joined) != 1:
             raise CmiFormatError(f"segments of a planned message no longer join: "
                                  f"{incomplete[0].reason if incomplete else 'changed file'}",
                                  pieces[0].location())
-        out.append(joined[0])
-    return out
+        yield joined[0]
 
 
 def _codepage_reader(charsets: CharsetPolicy):
@@ -88,8 +92,8 @@ def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temp
     """Record batches of a slice's observations; ``messages`` saves re-reading them from disk."""
     if part.first_row >= part.last_row:
         return
-    messages = load_logical(part.refs) if messages is None else messages
-    stream = RecordStream(RECORD_OBSERVATIONS, list(messages), base=part.base)
+    messages = iter_logical(part.refs) if messages is None else messages
+    stream = OnePassStream(messages, skip=RECORD_TYPE_SIZE, base=part.base)
     codepage = part.charsets.code_page_for(part.layout.ccsid)
     yield from iter_observation_batches(part.layout, stream, codepage, batch_rows, temporal,
                                         part.first_row, part.last_row)

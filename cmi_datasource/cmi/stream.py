@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import bisect
-from typing import List, Sequence
+from typing import Iterable, List, Sequence, Tuple
 
 from ..errors import Location
 from ..messages import PhysicalMessage
@@ -41,3 +41,33 @@ class MessageStream:
     def end_location(self) -> Location:
         last = self.messages[-1]
         return last.location(last.length)
+
+
+class OnePassStream(MessageStream):
+    """A stream over messages read one at a time and dropped once consumed, so a reader holds
+    one message (plus what it buffers), however long the stream. It still locates any
+    byte it has passed, keeping only where each message came from."""
+
+    def __init__(self, messages: Iterable[PhysicalMessage], skip: int = 0, base: int = 0):
+        self._source = iter(messages)
+        self.skip = skip
+        self.base = base
+        self.messages = []
+        self.starts = []
+        self._origins: List[Tuple[str, int, int]] = []  # (source, index, file_offset) per message
+
+    def parts(self):
+        at = self.base
+        for m in self._source:
+            data = m.payload[self.skip:]
+            self.starts.append(at)
+            self._origins.append((m.source, m.index, m.file_offset))
+            yield at, data
+            at += len(data)
+
+    def locate(self, pos: int) -> Location:
+        if not self.starts:
+            return Location()
+        i = max(bisect.bisect_right(self.starts, pos) - 1, 0)
+        source, index, file_offset = self._origins[i]
+        return Location(source, index, file_offset, self.skip + pos - self.starts[i])

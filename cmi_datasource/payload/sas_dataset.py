@@ -390,19 +390,32 @@ def iter_observation_batches(layout: DatasetLayout, stream: Optional[RecordStrea
     obslen = layout.definition.obs_length
     last_row = layout.observations if last_row is None else last_row
     batch_bytes = max(batch_rows, 1) * obslen
-    pending = bytearray()
+    chunks: List[bytes] = []
+    held = 0
     row = first_row
     start_byte, end_byte = first_row * obslen, last_row * obslen
+
+    def flush(buffer: bytes, whole: int):
+        nonlocal row
+        view = np.frombuffer(buffer, dtype=np.uint8, count=whole)
+        for at in range(0, whole, batch_bytes):
+            rows = view[at:at + batch_bytes].reshape(-1, obslen)
+            yield decoder.decode(rows, row, stream.locate)
+            row += len(rows)
+
     for part_start, part in stream.parts():
+        if part_start >= end_byte:
+            break
         lo, hi = max(start_byte - part_start, 0), min(end_byte - part_start, len(part))
         if lo >= hi:
             continue
-        pending += part[lo:hi]
-        while len(pending) >= batch_bytes:
-            rows = np.frombuffer(bytes(pending[:batch_bytes]), dtype=np.uint8).reshape(-1, obslen)
-            del pending[:batch_bytes]
-            yield decoder.decode(rows, row, stream.locate)
-            row += len(rows)
-    if pending:
-        rows = np.frombuffer(bytes(pending), dtype=np.uint8).reshape(-1, obslen)
-        yield decoder.decode(rows, row, stream.locate)
+        chunks.append(part[lo:hi] if (lo, hi) != (0, len(part)) else part)
+        held += hi - lo
+        if held >= batch_bytes:
+            buffer = b"".join(chunks)
+            whole = len(buffer) - len(buffer) % batch_bytes
+            yield from flush(buffer, whole)
+            chunks, held = [buffer[whole:]], len(buffer) - whole
+    if held:
+        buffer = b"".join(chunks)
+        yield from flush(buffer, len(buffer))
