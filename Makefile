@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export PYTHONPATH := $(CURDIR)
 SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
 
-.PHONY: demo test samples bench-decode bench-write check-java clean
+.PHONY: demo test samples bench bench-decode bench-write check-java clean
 
 # A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
 # pyspark_* modules on sys.path, which an editable install's import hook would hide.
@@ -30,6 +30,11 @@ demo: $(STAMP) check-java
 
 test: $(STAMP) check-java
 	$(PY) -m pytest -q
+
+# The reader against Parquet, a Python-source floor and the pandas route; writes bench/results.md.
+bench: $(STAMP) check-java
+	$(PY) -m pip install --quiet ".[bench]"
+	$(PY) bench/bench.py
 
 bench-decode: $(STAMP)
 	$(PY) bench/bench_decode.py 1000000

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .capture.paths import resolve_paths
 from .capture.readers import read_spans
-from .index import indexed, slim
+from .index import indexed, scan, slim
 from .charsets import CharsetPolicy
 from .cmi.assembly import ROLE_OTHER, Assembly, Attachment, assemble, message_code_page
 from .cmi.header import ATTACHMENT_DATASET
@@ -152,12 +152,13 @@ class Capture:
     _layouts: Dict[bytes, object] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, paths: Iterable[str], charsets: CharsetPolicy = CharsetPolicy()) -> "Capture":
+    def open(cls, paths: Iterable[str], charsets: CharsetPolicy = CharsetPolicy(),
+             use_index_cache: bool = True) -> "Capture":
         """The capture files under ``paths``, through their cached message indexes."""
         if isinstance(paths, str):
             paths = [paths]
         files = resolve_paths(paths)
-        messages = [m for path in files for m in indexed(path)]
+        messages = [m for path in files for m in (indexed(path) if use_index_cache else scan(path))]
         logical, incomplete = join_segments(messages)
         logical = [slim(m) if m.parts else m for m in logical]
         return cls(files, messages, assemble(logical, charsets, incomplete), charsets, incomplete)
