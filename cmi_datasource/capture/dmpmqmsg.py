@@ -49,6 +49,7 @@ class _MessageRecord:
 
 
 _END_OF_X_RUN = re.compile(rb"\n(?!X)")
+_ATTRIBUTE_BLOCK = re.compile(rb"(?:A [^\n]*\n)+")
 
 
 _X_TO_SPACE = bytes.maketrans(b"X", b" ")
@@ -144,11 +145,11 @@ _ATTRIBUTE_CACHE: dict = {}
 _ATTRIBUTE_CACHE_LIMIT = 50_000
 
 
-def _attribute(line: bytes, where: Location) -> Optional[Tuple[str, object]]:
+def _attribute(line: bytes, source: str, index: int, offset: int) -> Optional[Tuple[str, object]]:
     try:
         return _ATTRIBUTE_CACHE[line]
     except KeyError:
-        parsed = _parse_attribute(line, where)
+        parsed = _parse_attribute(line, Location(source, index, offset))
         if len(_ATTRIBUTE_CACHE) >= _ATTRIBUTE_CACHE_LIMIT:
             _ATTRIBUTE_CACHE.clear()
         _ATTRIBUTE_CACHE[line] = parsed
@@ -263,10 +264,23 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
                 raise DumpSyntaxError("N line inside a message's attribute lines",
                                       Location(source, index, offset))
             if tag == b"A":
-                parsed = _attribute(line, Location(source, index, offset))
-                if parsed is not None:
-                    record.attributes[parsed[0]] = parsed[1]
+                # The whole block of attribute lines at once, each line looked up in the cache.
+                raw_lines = [data[offset - base_offset:end]]
+                block = _ATTRIBUTE_BLOCK.match(data, pos)
+                if block:
+                    raw_lines += block.group(0).split(b"\n")[:-1]
+                    pos = block.end()
+                attributes = record.attributes
+                line_offset = offset
+                for raw in raw_lines:
+                    attribute_line = raw[:-1] if raw.endswith(b"\r") else raw
+                    parsed = _attribute(attribute_line, source, index, line_offset)
+                    if parsed is not None:
+                        attributes[parsed[0]] = parsed[1]
+                    last_line_start = line_offset + len(attribute_line)
+                    line_offset += len(raw) + 1
                 record.has_descriptor = True
+                continue
             last_line_start = offset + len(line)
             continue
         if tag in (b"X", b"S", b"T"):
