@@ -4,7 +4,8 @@ Scanning a file yields its physical messages with their MQ headers removed
 (``mq.envelope.unwrap``). Planning needs the full payload of only a few of them
 (attachment headers, counts, definitions); for the others it keeps the first
 ``KEEP_BYTES`` bytes, the length and a CRC-32 (``messages.partial``), and re-reads the
-rest from the file when a partition decodes it. Segment pieces stay whole until
+rest from the file when it is needed (variable definitions, an application message) or
+when a partition decodes it. Segment pieces stay whole until
 they are joined.
 
 The index of a file is built once per (path, size, mtime) and cached in memory and
@@ -27,8 +28,8 @@ from .mq.envelope import unwrap
 from .mq.mqmd import MSGTYPE_CMI_HEADER
 from .mq.segments import is_segment
 
-KEEP_BYTES = 4096
-INDEX_FORMAT = 1  # bump when what is cached changes shape
+KEEP_BYTES = 256  # record types, counts and dataset definitions fit; the rest is re-read on demand
+INDEX_FORMAT = 2  # bump when what is cached changes shape
 CACHE_DIR = os.path.join(tempfile.gettempdir(), "cmi-datasource-index")
 _MEMORY: "OrderedDict[tuple, List[PhysicalMessage]]" = OrderedDict()
 _MEMORY_FILES = 16

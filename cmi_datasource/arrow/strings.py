@@ -27,14 +27,10 @@ def trimmed_lengths(matrix: np.ndarray, blank: int) -> np.ndarray:
 
 
 def _utf8_payload(matrix: np.ndarray, lengths: np.ndarray, codepage: CodePage) -> Tuple[np.ndarray, np.ndarray]:
-    """(UTF-8 bytes of all values concatenated, int64 offsets of each value)."""
+    """(UTF-8 bytes of all values of a single-byte code page concatenated, int64 offsets of each value)."""
     width = matrix.shape[1]
     inside = np.arange(width) < lengths[:, None]
     kept = matrix[inside]  # row-major: values one after another
-    if codepage.is_utf8:
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return kept, offsets
     out_lengths = codepage.utf8_length[kept]
     byte_ends = np.cumsum(out_lengths)
     starts = byte_ends - out_lengths
@@ -53,10 +49,13 @@ def _utf8_payload(matrix: np.ndarray, lengths: np.ndarray, codepage: CodePage) -
 
 
 def strings_from_fixed_width(matrix: np.ndarray, codepage: CodePage) -> pa.Array:
-    """Arrow string array from a (rows, width) uint8 matrix of one character variable.
+    """Arrow string array from a (rows, width) uint8 matrix of one character variable: UTF-8
+    through Arrow's kernels, single-byte code pages through the code page's UTF-8 table.
 
     Raises UnicodeDecodeError (with the row in ``.start``) when UTF-8 text is invalid.
     """
+    if codepage.is_utf8:
+        return _utf8_strings(matrix)
     rows = matrix.shape[0]
     lengths = trimmed_lengths(matrix, codepage.space)
     data, offsets = _utf8_payload(matrix, lengths, codepage)
@@ -64,16 +63,25 @@ def strings_from_fixed_width(matrix: np.ndarray, codepage: CodePage) -> pa.Array
         raise OverflowError("more than 2 GiB of text in one batch; lower the batch size")
     valid = lengths > 0
     validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if not valid.all() else None
-    array = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets.astype(np.int32)),
-                                        pa.py_buffer(data), validity, int(rows - valid.sum()))
-    if codepage.is_utf8:
-        try:
-            array.validate(full=True)
-        except pa.ArrowInvalid:
-            bad_row = _first_invalid_utf8_row(data, offsets)
-            raise UnicodeDecodeError("utf-8", bytes(data[offsets[bad_row]:offsets[bad_row + 1]]),
-                                     bad_row, bad_row + 1, "invalid UTF-8") from None
-    return array
+    return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets.astype(np.int32)),
+                                       pa.py_buffer(data), validity, int(rows - valid.sum()))
+
+
+def _utf8_strings(matrix: np.ndarray) -> pa.Array:
+    """UTF-8 values: Arrow's kernels validate, trim and null the blank ones without a copy per step in Python."""
+    rows, width = matrix.shape
+    if width == 0:
+        return pa.nulls(rows, pa.string())
+    data = np.ascontiguousarray(matrix)
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), rows, [None, pa.py_buffer(data)])
+    try:
+        text = fixed.cast(pa.binary()).cast(pa.string())
+    except pa.ArrowInvalid:
+        offsets = np.arange(rows + 1, dtype=np.int64) * width
+        bad_row = _first_invalid_utf8_row(data.reshape(-1), offsets)
+        raise UnicodeDecodeError("utf-8", data[bad_row].tobytes(), bad_row, bad_row + 1, "invalid UTF-8") from None
+    trimmed = pc.utf8_rtrim(text, characters=" \x00")
+    return pc.if_else(pc.equal(pc.binary_length(trimmed), 0), pa.scalar(None, pa.string()), trimmed)
 
 
 def _first_invalid_utf8_row(data: np.ndarray, offsets: np.ndarray) -> int:
