@@ -15,6 +15,7 @@ ends, whitespace-only lines, files without the header line.
 """
 from __future__ import annotations
 
+import binascii
 import re
 import time
 from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -52,40 +53,51 @@ _END_OF_X_RUN = re.compile(rb"\n(?!X)")
 _ATTRIBUTE_BLOCK = re.compile(rb"(?:A [^\n]*\n)+")
 
 
-_X_TO_SPACE = bytes.maketrans(b"X", b" ")
 _ORD_X, _ORD_SPACE, _ORD_NL = ord("X"), ord(" "), ord("\n")
+_WINDOW_LINES = 4096  # lines checked per numpy step: more than a 32 KiB message has at width 25
 
 
 def _plain_x_run(data: bytes, pos: int) -> Optional[Tuple[int, bytes]]:
-    """(end, bytes) of the run of X lines starting at ``pos`` when every line is ``X `` + hex
-    digits, all lines as wide as the first but the last (as dmpmqmsg writes them); None for
-    anything else (ASCII columns, spaces or tabs in the hex, odd lines, CRs, ragged widths),
-    which the line-by-line path then parses and reports. Nearly all of a dump's bytes go
-    through here: a few C-speed passes and strided numpy checks of the line starts."""
-    found = _END_OF_X_RUN.search(data, pos)
-    end = len(data) if found is None else found.start()
-    run = data[pos:end]
-    if run.endswith(b"\n"):  # the file ends right after the run
-        run, end = run[:-1], end - 1
-    width = run.find(b"\n")
-    width = len(run) if width < 0 else width
-    if width < 2:
+    """(end, bytes) of the run of X lines starting at ``pos`` when its lines are ``X `` + an even
+    number of hex digits, all as wide as the first but a shorter last one (as dmpmqmsg writes
+    them); None for anything else (ASCII columns, spaces, CRs, odd or bad digits), which the
+    line-by-line path then parses and reports. Nearly all of a dump's bytes go through here:
+    the line structure is checked on a (lines, width) numpy view and the digit columns are
+    decoded by one binascii call, which rejects anything but hex."""
+    first_end = data.find(b"\n", pos)
+    width = (len(data) if first_end < 0 else first_end) - pos
+    if width < 2 or width & 1:
         return None
-    text = np.frombuffer(run, dtype=np.uint8)
-    starts = text[0::width + 1]
-    if not ((starts == _ORD_X).all() and (text[1::width + 1] == _ORD_SPACE).all()
-            and (text[width::width + 1] == _ORD_NL).all()):
-        return None
-    lines = len(starts)
-    digits = len(run) - 3 * lines + 1  # when every line is "X " + hex digits
-    if digits & 1 or (len(run) - (lines - 1) * (width + 1)) > width:
+    stride = width + 1
+    full, parts = 0, []
+    while True:  # full-width lines, a window at a time
+        at = pos + full * stride
+        lines = min(_WINDOW_LINES, (len(data) - at) // stride)
+        if lines <= 0:
+            break
+        grid = np.frombuffer(data, dtype=np.uint8, count=lines * stride, offset=at).reshape(lines, stride)
+        good = (grid[:, 0] == _ORD_X) & (grid[:, 1] == _ORD_SPACE) & (grid[:, width] == _ORD_NL)
+        n = lines if good.all() else int(np.argmin(good))
+        if n:
+            parts.append(np.ascontiguousarray(grid[:n, 2:width]))
+        full += n
+        if n < lines:
+            break
+    end = pos + full * stride - 1  # the line end of the last full line
+    last = end + 1
+    if data.startswith(b"X ", last):  # a shorter last line
+        last_end = data.find(b"\n", last)
+        last_end = len(data) if last_end < 0 else last_end
+        if last_end - last >= width or (last_end - last) & 1:
+            return None
+        parts.append(data[last + 2:last_end])
+        end = last_end
+    if end < pos:
         return None
     try:
-        decoded = bytes.fromhex(run.translate(_X_TO_SPACE).decode("latin-1"))
-    except ValueError:
+        return end, b"".join(binascii.unhexlify(p) for p in parts)
+    except binascii.Error:
         return None
-    # A space or tab inside a line (fromhex skips them) shows as a shortfall of bytes.
-    return (end, decoded) if len(decoded) * 2 == digits else None
 
 
 def _x_lines(run: bytes, offset: int) -> Iterator[Tuple[int, bytes]]:

@@ -22,6 +22,8 @@ _FRACTION_MASK = np.uint64(0x00FFFFFFFFFFFFFF)
 def _widen(matrix: np.ndarray, big_endian: bool) -> np.ndarray:
     """(rows, width) stored bytes -> (rows, 8) bytes of a full double, low-order bytes zero."""
     rows, width = matrix.shape
+    if width == 8:
+        return np.ascontiguousarray(matrix)
     full = np.zeros((rows, 8), dtype=np.uint8)
     if big_endian:
         full[:, :width] = matrix
@@ -33,7 +35,9 @@ def _widen(matrix: np.ndarray, big_endian: bool) -> np.ndarray:
 def decode_numbers(matrix: np.ndarray, fmt: FloatFormat) -> Tuple[np.ndarray, np.ndarray]:
     """(values as native float64, missing mask) from a (rows, width) uint8 matrix."""
     if fmt is FloatFormat.IEEE_LITTLE:
-        values = _widen(matrix, False).view("<f8").reshape(-1).astype(np.float64)
+        values = _widen(matrix, False).view("<f8").reshape(-1)
+        if values.dtype != np.float64:  # a big-endian machine
+            values = values.astype(np.float64)
         return values, np.isnan(values)
     bits = _widen(matrix, True).view(">u8").reshape(-1).astype(np.uint64)
     if fmt is FloatFormat.IEEE_BIG:
