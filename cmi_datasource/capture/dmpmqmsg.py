@@ -78,6 +78,12 @@ def _plain_x_run(data: bytes, pos: int) -> Optional[Tuple[int, bytes]]:
         grid = np.frombuffer(data, dtype=np.uint8, count=lines * stride, offset=at).reshape(lines, stride)
         good = (grid[:, 0] == _ORD_X) & (grid[:, 1] == _ORD_SPACE) & (grid[:, width] == _ORD_NL)
         n = lines if good.all() else int(np.argmin(good))
+        # A short last line and the lines after it can pass those checks by chance (a line end
+        # at just the right column): the first row with a line end inside is where the run ends.
+        tail = max(n - 4, 0)
+        inner = (grid[tail:n, 2:width] == _ORD_NL).any(axis=1)
+        if inner.any():
+            n = tail + int(np.argmax(inner))
         if n:
             parts.append(np.ascontiguousarray(grid[:n, 2:width]))
         full += n
