@@ -253,7 +253,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[*]").appName("cmi-bench")
+    # The pandas route hands Spark a whole DataFrame from the driver: give the driver room for 5M rows.
+    spark = (SparkSession.builder.master("local[*]").appName("cmi-bench").config("spark.driver.memory", "8g")
              .config("spark.sql.timeType.enabled", "true")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate())
     spark.dataSource.register(floor_source())
