@@ -87,6 +87,9 @@ def indexed(path: str) -> List[PhysicalMessage]:
     return found
 
 
+CACHE_FILES_KEPT = 256
+
+
 def _store(cache_file: str, messages: List[PhysicalMessage]) -> None:
     # Best effort: a read-only or full temp directory only costs a rescan next time.
     try:
@@ -95,6 +98,20 @@ def _store(cache_file: str, messages: List[PhysicalMessage]) -> None:
         with os.fdopen(fd, "wb") as f:
             pickle.dump(messages, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, cache_file)
+        _prune()
     except OSError:
         pass
+
+
+def _prune() -> None:
+    """Keep the most recently written indexes only: changed files leave stale ones behind."""
+    entries = [os.path.join(CACHE_DIR, n) for n in os.listdir(CACHE_DIR) if n.endswith(".pickle")]
+    if len(entries) <= CACHE_FILES_KEPT:
+        return
+    entries.sort(key=os.path.getmtime)
+    for stale in entries[:len(entries) - CACHE_FILES_KEPT]:
+        try:
+            os.remove(stale)
+        except OSError:
+            pass
 

@@ -114,3 +114,19 @@ def test_index_is_built_once_per_file_version(tmp_path, monkeypatch):
 def test_dump_read_in_chunks_is_the_same(big_dump, chunk):
     whole = list(read_dump(big_dump))
     assert list(read_dump(big_dump, chunk_bytes=chunk * 10)) == whole
+
+
+def test_index_cache_keeps_only_the_newest_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(index, "CACHE_FILES_KEPT", 2)
+    index._MEMORY.clear()
+    for n in range(3):
+        path = tmp_path / f"q{n}.dmp"
+        with open(path, "wb") as f:
+            write_dump(f, build_messages([DatasetToWrite(TABLE.slice(0, 5), "LIB", f"S{n}")]))
+        index.indexed(str(path))
+        os.utime(index._cache_file(index._key(str(path))), (n + 1, n + 1))  # written in order
+    kept = sorted(os.listdir(tmp_path / "cache"))
+    assert len(kept) == 2
+    assert os.path.basename(index._cache_file(index._key(str(tmp_path / "q0.dmp")))) not in kept
+    index._MEMORY.clear()
