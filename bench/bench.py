@@ -29,8 +29,6 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +40,7 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 
+from bench.common import PeakWorkerRss, best_of  # noqa: E402
 from cmi_datasource import Capture, index  # noqa: E402
 from cmi_datasource.capture.dmpmqmsg import write_dump  # noqa: E402
 from cmi_datasource.catalog import slice_batches  # noqa: E402
@@ -135,55 +134,6 @@ def prepare(n: int, tmp: str, partitions: int) -> dict:
     frame["CUTOFF"] = table.column("CUTOFF").cast(pa.int64()).to_numpy() / 1e6
     pyreadstat.write_xport(frame, paths["xport"], table_name="ROWS", file_format_version=5)
     return paths
-
-
-def best_of(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-class PeakWorkerRss:
-    """Largest RSS of any Spark Python worker process while the block runs (sampled every 50 ms)."""
-
-    def __init__(self):
-        self.peak_mb = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    @staticmethod
-    def sample() -> float:
-        largest = 0
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    cmd = f.read()
-                if b"pyspark.daemon" not in cmd and b"pyspark.worker" not in cmd:
-                    continue
-                with open(f"/proc/{pid}/status") as f:
-                    for line in f:
-                        if line.startswith("VmRSS:"):
-                            largest = max(largest, int(line.split()[1]))
-            except OSError:
-                continue
-        return largest / 1024
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak_mb = max(self.peak_mb, self.sample())
-            time.sleep(0.05)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
 
 def floor_source():

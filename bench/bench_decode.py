@@ -13,13 +13,13 @@ import os
 import re
 import sys
 import tempfile
-import time
 
 import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.common import best_of  # noqa: E402
 from cmi_datasource import Capture  # noqa: E402
 from cmi_datasource.dump_writer import DatasetToWrite, WriteOptions, write_attachments_dump  # noqa: E402
 
@@ -46,16 +46,6 @@ def make_table(n: int) -> pa.Table:
     })
 
 
-def best_of(fn, runs=3):
-    fn()  # warm-up
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def main(rows: int) -> None:
     table = make_table(rows)
     with tempfile.TemporaryDirectory() as tmp:
@@ -68,8 +58,8 @@ def main(rows: int) -> None:
         capture = Capture.open(path)
         obs_bytes = capture.layout(capture.attachments[0]).observation_bytes
 
-        floor = best_of(lambda: bytes.fromhex(joined))
-        core = best_of(lambda: Capture.open(path).dataset_table())
+        floor = best_of(lambda: bytes.fromhex(joined), 3)
+        core = best_of(lambda: Capture.open(path).dataset_table(), 3)
         mb = obs_bytes / 1e6
         print(f"rows={rows} dump={len(text) / 1e6:.1f} MB observation bytes={mb:.1f} MB")
         print(f"bytes.fromhex floor: {floor:.3f} s ({mb / floor:.0f} MB/s)")

@@ -12,7 +12,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -20,44 +19,7 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 
-
-def python_worker_rss_mb() -> float:
-    """Largest RSS among Spark's Python worker processes right now (forked workers share pages
-    with the daemon, so a sum would count the same memory several times)."""
-    largest = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-            if b"pyspark.daemon" not in cmd and b"pyspark.worker" not in cmd and b"pyspark/worker" not in cmd:
-                continue
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        largest = max(largest, int(line.split()[1]))
-        except OSError:
-            continue
-    return largest / 1024
-
-
-class PeakSampler:
-    def __init__(self):
-        self.peak = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, python_worker_rss_mb())
-            time.sleep(0.05)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+from bench.common import PeakWorkerRss  # noqa: E402
 
 
 def main(sizes) -> None:
@@ -77,12 +39,12 @@ def main(sizes) -> None:
             t0 = time.perf_counter()
             df.write.mode("overwrite").parquet(os.path.join(tmp, "pq"))
             parquet_s = time.perf_counter() - t0
-            with PeakSampler() as sampler:
+            with PeakWorkerRss() as sampler:
                 t0 = time.perf_counter()
                 df.write.format("cmi").mode("append").option("dataset", "bench.rows").save(os.path.join(tmp, "cmi"))
                 cmi_s = time.perf_counter() - t0
             dump_mb = sum(os.path.getsize(os.path.join(tmp, "cmi", f)) for f in os.listdir(os.path.join(tmp, "cmi"))) / 1e6
-            print(f"{n:>9} {parquet_s:>10.2f} {cmi_s:>8.2f} {cmi_s / parquet_s:>11.1f} {sampler.peak:>18.0f} {dump_mb:>8.0f}")
+            print(f"{n:>9} {parquet_s:>10.2f} {cmi_s:>8.2f} {cmi_s / parquet_s:>11.1f} {sampler.peak_mb:>18.0f} {dump_mb:>8.0f}")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     spark.stop()

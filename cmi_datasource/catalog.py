@@ -163,14 +163,6 @@ class Capture:
         logical = [slim(m) if m.parts else m for m in logical]
         return cls(files, messages, assemble(logical, charsets, incomplete), charsets, incomplete)
 
-    @classmethod
-    def of_messages(cls, paths: List[str], physical: List[PhysicalMessage],
-                    charsets: CharsetPolicy = CharsetPolicy()) -> "Capture":
-        """A capture of messages held in memory (whole payloads), e.g. built by a test."""
-        messages = [unwrap(m) for m in physical]
-        logical, incomplete = join_segments(messages)
-        return cls(paths, messages, assemble(logical, charsets, incomplete), charsets, incomplete)
-
     @property
     def attachments(self) -> List[Attachment]:
         return self.assembly.attachments

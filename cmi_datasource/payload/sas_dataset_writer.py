@@ -8,7 +8,6 @@ Field metadata ``label``, ``format``, ``informat`` is written through.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -248,21 +247,3 @@ class DatasetEncoder:
             del pending[:full]
         if pending:
             yield type_int + bytes(pending)
-
-
-@dataclass(frozen=True)
-class DatasetPayloads:
-    payloads: List[bytes]
-    variables: List[SasVariable]
-    observations: int
-
-
-def dataset_payloads(table: pa.Table, codepage: CodePage, fmt: FloatFormat, wire: WireFormat, *,
-                     label: str = "", dataset_type: str = "DATA", max_payload: int = MAX_MESSAGE_BYTES,
-                     truncate: bool = False) -> DatasetPayloads:
-    """All sequenced payloads (1..N) of a dataset attachment for a table held in memory."""
-    variables = plan_variables(table.schema, string_lengths(table, codepage), truncate)
-    encoder = DatasetEncoder(variables, codepage, fmt, wire, max_payload, truncate)
-    payloads = (encoder.definition_payloads(table.num_rows, label, dataset_type)
-                + list(encoder.observation_payloads(table.to_batches())))
-    return DatasetPayloads(payloads, variables, table.num_rows)
