@@ -1,36 +1,40 @@
-"""``spark.read.format("cmi")``: SAS datasets and files from captured CMI message-queue traffic.
+"""``spark.read.format("cmi")`` and ``df.write.format("cmi")``: SAS datasets and files in captured
+CMI message-queue traffic (IBM MQ dmpmqmsg dumps and binary MQGET captures).
 
-Example (runnable in a notebook after ``pip install cmi-datasource``)::
+Reading (runnable in a notebook after ``pip install cmi-datasource``)::
 
     df = spark.read.format("cmi").load("sample_queues/mixed_types.dmp")
     df.show()
     spark.read.format("cmi").option("view", "attachments").load("sample_queues/").show()
+    spark.read.format("cmi").option("dataset", "prod.ledger").load("sample_queues/").show()
 
-Options (names are case-insensitive):
+Read options (names are case-insensitive):
 
-=================  ==========================================================================
-``path``           via ``load()``: a dump file, a directory (read recursively), a glob, or a
-                   list of them. Attachments may span files of one load.
-``view``           ``dataset`` (default): the observations of one SAS dataset.
-                   ``attachments``: one row per attachment (key, kind, name, completeness, ...).
-                   ``variables``: one row per variable per dataset, like PROC CONTENTS.
-                   ``files``: one row per external file attachment with its content.
-                   ``messages``: one row per physical message with its MQMD fields and CMI role.
-``dataset``        ``LIB.MEMBER`` (or ``MEMBER``), case-insensitive: which dataset to read.
-``attachment``     32 hex digits: which attachment to read, by key.
-``ccsid``          read characters in this CCSID whatever the messages say (e.g. ``1252``).
-``defaultCcsid``   CCSID for messages whose CodedCharSetId is 0 (default 1208, UTF-8).
-``temporalTypes``  ``true`` (default): numerics with date/datetime/time formats become
-                   ``date``/``timestamp_ntz``/``time``; ``false`` keeps them as SAS numbers.
-``batchRows``      observations per Arrow record batch (default 65536).
-``maxPartitionBytes``  most dump bytes one partition reads (default 128 MiB): one large
-                   attachment is cut at observation boundaries into several partitions.
-``minPartitions``  fewest partitions to cut the data into (default: the CPU count where
-                   planning runs), so that a single attachment keeps every core busy.
-=================  ==========================================================================
+- ``path`` (via ``load()``): a capture file, a directory (read recursively), a glob, or a list
+  of them. Attachments may span files of one load.
+- ``view``: ``dataset`` (default, the observations of one SAS dataset), ``attachments`` (one row
+  per attachment), ``variables`` (one row per variable per dataset, like PROC CONTENTS),
+  ``files`` (one row per external file), ``messages`` (one row per physical message).
+- ``dataset``: ``LIB.MEMBER`` (or ``MEMBER``), case-insensitive. ``attachment``: 32 hex digits.
+  With neither: the only complete dataset; several complete datasets with identical variables
+  are unioned; otherwise an error lists the candidates.
+- ``ccsid``: read characters in this CCSID whatever the messages say; ``defaultCcsid``: for
+  messages whose CodedCharSetId is 0 (default 1208).
+- ``temporalTypes``: ``true`` (default) gives date/timestamp_ntz/time columns for date, datetime
+  and time formats; ``false`` keeps SAS numbers.
+- ``batchRows`` (default 65536), ``maxPartitionBytes`` (default 128 MiB) and ``minPartitions``
+  (default: the CPU count): batch and partition sizes; one large attachment is cut at
+  observation boundaries into several partitions.
 
-With no ``dataset``/``attachment``: the only complete dataset; several complete datasets
-with identical variables are unioned; otherwise an error lists the candidates.
+Writing::
+
+    df.write.format("cmi").mode("append").option("dataset", "WORK.CUSTOMERS").save("/data/outbound")
+
+Write options: ``dataset`` (default ``WORK.DATA``), ``encoding`` (546, 273 or 785), ``ccsid``
+(default 1208), ``longSize`` (4 or 8), ``maxMessageBytes`` (at most 32768), ``message``,
+``description``, ``label``, ``truncate``, ``attachmentPerPartition``, ``deterministic``, ``kind``
+(``dataset``, or ``text``/``binary`` for a DataFrame of ``name`` + ``text``/``content``) and
+``lrecl``. ``mode`` must be ``append`` or ``overwrite``.
 """
 from __future__ import annotations
 
