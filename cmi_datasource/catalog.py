@@ -39,9 +39,10 @@ class AttachmentPlan:
     wire: WireFormat
     refs: Tuple[Tuple[MessageSpan, ...], ...]  # sequenced messages 1..N, each its physical records
     charsets: CharsetPolicy
+    checks: Tuple[ContentKey, ...] = ()
 
     def messages(self) -> List[PhysicalMessage]:
-        return load_logical(self.refs)
+        return load_logical(self.refs, self.checks or None)
 
 
 @dataclass(frozen=True)
@@ -60,27 +61,41 @@ class DatasetSlice:
     base: int
     first_row: int
     last_row: int
+    checks: Tuple[ContentKey, ...] = ()
 
 
-def load_logical(refs: Sequence[Tuple[MessageSpan, ...]]) -> List[PhysicalMessage]:
+ContentKey = Tuple[int, int]  # (payload length, CRC-32): PhysicalMessage.content_key
+
+
+def load_logical(refs: Sequence[Tuple[MessageSpan, ...]],
+                 checks: Optional[Sequence[ContentKey]] = None) -> List[PhysicalMessage]:
     """Re-read logical messages from their physical records (in read(), far from planning)."""
-    return list(iter_logical(refs))
+    return list(iter_logical(refs, checks))
 
 
-def iter_logical(refs: Sequence[Tuple[MessageSpan, ...]]) -> Iterator[PhysicalMessage]:
-    """``load_logical`` one message at a time, so a partition never holds all of its messages."""
+def iter_logical(refs: Sequence[Tuple[MessageSpan, ...]],
+                 checks: Optional[Sequence[ContentKey]] = None) -> Iterator[PhysicalMessage]:
+    """``load_logical`` one message at a time, so a partition never holds all of its messages.
+
+    ``checks`` are the content keys seen at planning: a file rewritten since then with the same
+    size and mtime (``cp -p``, ``rsync -t``) is caught here instead of mixing old and new data.
+    """
     physical = read_spans([span for ref in refs for span in ref])
-    for ref in refs:
+    for number, ref in enumerate(refs):
         pieces = [unwrap(next(physical)) for _ in ref]
         if len(pieces) == 1 and not is_segment(pieces[0]):
-            yield pieces[0]
-            continue
-        joined, incomplete = join_segments(pieces)
-        if incomplete or len(joined) != 1:
-            raise CmiFormatError(f"segments of a planned message no longer join: "
-                                 f"{incomplete[0].reason if incomplete else 'changed file'}",
-                                 pieces[0].location())
-        yield joined[0]
+            message = pieces[0]
+        else:
+            joined, incomplete = join_segments(pieces)
+            if incomplete or len(joined) != 1:
+                raise CmiFormatError(f"segments of a planned message no longer join: "
+                                     f"{incomplete[0].reason if incomplete else 'changed file'}",
+                                     pieces[0].location())
+            message = joined[0]
+        if checks is not None and message.content_key != checks[number]:
+            raise CmiFormatError("the message differs from the one planned: the file changed while "
+                                 "it was being read", message.location())
+        yield message
 
 
 def _codepage_reader(charsets: CharsetPolicy):
@@ -92,7 +107,7 @@ def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temp
     """Record batches of a slice's observations; ``messages`` saves re-reading them from disk."""
     if part.first_row >= part.last_row:
         return
-    messages = iter_logical(part.refs) if messages is None else messages
+    messages = iter_logical(part.refs, part.checks or None) if messages is None else messages
     stream = OnePassStream(messages, skip=RECORD_TYPE_SIZE, base=part.base)
     codepage = part.charsets.code_page_for(part.layout.ccsid)
     yield from iter_observation_batches(part.layout, stream, codepage, batch_rows, temporal,
@@ -169,13 +184,15 @@ class Capture:
 
     def full(self, message: PhysicalMessage) -> PhysicalMessage:
         """The message with its whole payload (re-read when planning kept only its start)."""
-        return load_logical([message.spans])[0] if message.is_partial else message
+        return load_logical([message.spans], [message.content_key])[0] if message.is_partial else message
 
     # -- plans ------------------------------------------------------------------------------
 
     def plan(self, att: Attachment) -> AttachmentPlan:
+        messages = att.ordered_messages()
         return AttachmentPlan(att.key_hex, att.entry.kind, att.entry.name, att.header.wire,
-                              tuple(m.spans for m in att.ordered_messages()), self.charsets)
+                              tuple(m.spans for m in messages), self.charsets,
+                              tuple(m.content_key for m in messages))
 
     def _layout_and_stream(self, att: Attachment):
         cached = self._layouts.get(att.key)
@@ -212,9 +229,10 @@ class Capture:
             if stream is None or first >= last:
                 return DatasetSlice(att.key_hex, att.entry.name, layout, self.charsets, (), 0, first, last)
             lo, hi = observation_messages(stream, obslen, first, last)
-            refs = tuple(m.spans for m in stream.messages[lo:hi])
-            return DatasetSlice(att.key_hex, att.entry.name, layout, self.charsets, refs,
-                                stream.starts[lo] if lo < hi else 0, first, last)
+            chosen = stream.messages[lo:hi]
+            return DatasetSlice(att.key_hex, att.entry.name, layout, self.charsets,
+                                tuple(m.spans for m in chosen), stream.starts[lo] if lo < hi else 0, first, last,
+                                tuple(m.content_key for m in chosen))
 
         if stream is None or not obslen or not nobs:
             return [make(0, 0)]
@@ -261,9 +279,12 @@ class Capture:
                 raise CmiOptionError(f"no dataset {wanted} in {self.paths}; datasets: {self._describe(datasets)}")
         else:
             if not datasets:
-                raise CmiOptionError(f"no SAS dataset attachments in {self.paths} "
-                                     f"({len(self.attachments)} attachments, {len(self.messages)} messages); "
-                                     f"see option('view', 'attachments') or option('view', 'messages')")
+                broken = self.assembly.broken_headers
+                raise CmiOptionError(
+                    f"no SAS dataset attachments in {self.paths} ({len(self.attachments)} attachments, "
+                    f"{len(self.messages)} messages"
+                    + (f", {len(broken)} unreadable headers: {broken[0].problem}" if broken else "")
+                    + "); see option('view', 'attachments') or option('view', 'messages')")
             chosen = [a for a in datasets if a.complete] or datasets
         for a in chosen:
             a.ordered_messages()  # IncompleteAttachmentError for an incomplete selection
@@ -307,6 +328,11 @@ class Capture:
                 "label": label, "message": self.full(a.application).payload if a.application else None,
                 "problem": problem, "source": a.header_message.source,
             })
+        for broken in self.assembly.broken_headers:
+            rows.append({"attachment": _hex(broken.message.descriptor.correl_id[:16]), "kind": "header",
+                         "name": "", "description": "", "complete": False, "expected_messages": None,
+                         "found_messages": 0, "observations": None, "variables": None, "label": None,
+                         "message": None, "problem": broken.problem, "source": broken.message.source})
         return pa.Table.from_pylist(rows, schema=ATTACHMENTS_SCHEMA)
 
     def variables_table(self) -> pa.Table:
@@ -339,7 +365,8 @@ def files_table(plans: Sequence[AttachmentPlan],
         f = read_external_file(sequenced, plan.wire, plan.kind == "text")
         codepage = message_code_page(sequenced[0], plan.charsets)
         rows.append({"attachment": plan.key_hex, "name": plan.name, "kind": plan.kind, "lrecl": f.lrecl,
-                     "size": f.declared_size, "content": f.content, "text": f.text(codepage)})
+                     "size": f.declared_size, "content": f.content,
+                     "text": f.text(codepage, sequenced[0].location())})
     return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)
 
 

@@ -5,6 +5,7 @@ Used by the sample generator and the tests today, and by the Spark write path.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import contextlib
 import itertools
 from typing import BinaryIO, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
@@ -16,6 +17,7 @@ from .cmi.emit import IdSource, OutgoingAttachment, attachment_messages
 from .cmi.header import ATTACHMENT_BINARY_FILE, ATTACHMENT_DATASET, ATTACHMENT_TEXT_FILE
 from .cmi.wire import WireFormat
 from .mq.encoding import ENCODING_LITTLE_ENDIAN, float_format, integer_order
+from .errors import CmiEncodeError
 from .mq.mqmd import Descriptor
 from .payload.external_file import binary_records, file_payloads, text_records
 from .payload.sas_dataset_writer import MAX_MESSAGE_BYTES, DatasetEncoder, plan_variables, string_lengths
@@ -66,7 +68,7 @@ def dataset_attachment(schema: pa.Schema, lengths: Mapping[str, int], nobs: int,
     (by the Spark tasks, or from a table in memory), since SAS character widths are fixed.
     """
     codepage = code_page(options.ccsid)
-    variables = plan_variables(schema, lengths, options.truncate)
+    variables = plan_variables(schema, lengths, options.truncate, float_format(options.encoding))
     encoder = DatasetEncoder(variables, codepage, float_format(options.encoding), options.wire,
                              options.max_message_bytes, options.truncate)
     payloads = itertools.chain(encoder.definition_payloads(nobs, label), encoder.observation_payloads(batches))
@@ -76,7 +78,8 @@ def dataset_attachment(schema: pa.Schema, lengths: Mapping[str, int], nobs: int,
 def file_attachment(f: FileToWrite, options: WriteOptions) -> OutgoingAttachment:
     codepage = code_page(options.ccsid)
     if f.text is not None:
-        records = text_records(f.text, codepage)
+        with _encodable(codepage, f"text file {f.name}"):
+            records = text_records(f.text, codepage)
         size = len(codepage.encode(f.text))
         kind = ATTACHMENT_TEXT_FILE
     else:
@@ -88,13 +91,29 @@ def file_attachment(f: FileToWrite, options: WriteOptions) -> OutgoingAttachment
     return OutgoingAttachment(kind, "FILENAME", f.name, "", payloads)
 
 
+def _encodable(codepage, what: str):
+    """Turn a code page's UnicodeEncodeError into a CmiEncodeError saying what could not be written."""
+    @contextlib.contextmanager
+    def guard():
+        try:
+            yield
+        except UnicodeEncodeError as e:
+            raise CmiEncodeError(f"{what}: {e.object[e.start:e.end]!r} cannot be encoded in {codepage.codec} "
+                                 f"(CCSID {codepage.ccsid})") from None
+    return guard()
+
+
 def stream_messages(attachments: Sequence[OutgoingAttachment],
                     options: WriteOptions) -> Iterator[Tuple[Descriptor, bytes]]:
     codepage = code_page(options.ccsid)
-    return attachment_messages(attachments, application_message=codepage.encode(options.application_message),
-                               codepage=codepage, encoding=options.encoding, wire=options.wire,
-                               ids=IdSource(options.deterministic_seed),
-                               deterministic=options.deterministic_seed is not None)
+    with _encodable(codepage, "the application message"):
+        application = codepage.encode(options.application_message)
+    messages = attachment_messages(attachments, application_message=application, codepage=codepage,
+                                   encoding=options.encoding, wire=options.wire,
+                                   ids=IdSource(options.deterministic_seed),
+                                   deterministic=options.deterministic_seed is not None)
+    with _encodable(codepage, "a dataset or file name or an attachment description"):
+        yield from messages
 
 
 def build_messages(datasets: Sequence[DatasetToWrite] = (), files: Sequence[FileToWrite] = (),

@@ -19,6 +19,7 @@ import hashlib
 import os
 import pickle
 import tempfile
+import zlib
 from collections import OrderedDict
 from typing import List
 
@@ -58,9 +59,20 @@ def scan(path: str) -> List[PhysicalMessage]:
     return out
 
 
-def _key(path: str) -> tuple:
+FINGERPRINT_BYTES = 64 << 10
+
+
+def file_key(path: str) -> tuple:
+    """Path, size, mtime and a CRC of the file's first and last 64 KiB: a dump rewritten with the
+    same size and a restored mtime (``cp -p``, ``rsync -t``) still differs there (its header
+    carries the time it was created), so it gets a new index."""
     stat = os.stat(path)
-    return (os.path.abspath(path), stat.st_size, stat.st_mtime_ns, INDEX_FORMAT)
+    with open(path, "rb") as f:
+        head = f.read(FINGERPRINT_BYTES)
+        f.seek(max(stat.st_size - FINGERPRINT_BYTES, 0))
+        tail = f.read(FINGERPRINT_BYTES)
+    return (os.path.abspath(path), stat.st_size, stat.st_mtime_ns, zlib.crc32(tail, zlib.crc32(head)),
+            INDEX_FORMAT)
 
 
 def _cache_file(key: tuple) -> str:
@@ -69,7 +81,7 @@ def _cache_file(key: tuple) -> str:
 
 def indexed(path: str) -> List[PhysicalMessage]:
     """``scan(path)``, from the memory or disk cache when the file has not changed."""
-    key = _key(path)
+    key = file_key(path)
     found = _MEMORY.get(key)
     if found is not None:
         _MEMORY.move_to_end(key)

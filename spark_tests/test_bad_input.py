@@ -9,7 +9,7 @@ import pytest
 from cmi_datasource.catalog import Capture
 from cmi_datasource.cmi.assembly import assemble
 from cmi_datasource.dump_writer import DatasetToWrite, FileToWrite, build_messages
-from cmi_datasource.errors import AttachmentError, CmiFormatError, DumpSyntaxError, TruncatedError
+from cmi_datasource.errors import CmiFormatError, CmiOptionError, DumpSyntaxError, TruncatedError
 from cmi_datasource.capture.dmpmqmsg import write_dump
 
 from test_assembly import physical
@@ -60,9 +60,12 @@ def test_header_attachment_count_larger_than_the_header():
     pairs = dataset_pairs()
     header = bytearray(pairs[0][1])
     header[76:80] = struct.pack("<i", 2 ** 31 - 1)  # after 24 + long + 24 + 24 bytes
-    with pytest.raises(AttachmentError) as e:
-        capture(patched(pairs, 0, bytes(header)))
-    assert e.value.message_index == 0 and "no CMI layout" in str(e.value)
+    cap = capture(patched(pairs, 0, bytes(header)))
+    [row] = cap.attachments_table().to_pylist()
+    assert row["kind"] == "header" and row["complete"] is False
+    assert "no CMI layout" in row["problem"] and "message 0" in row["problem"]
+    with pytest.raises(CmiOptionError, match="1 unreadable headers"):
+        cap.dataset_table()
 
 
 def test_file_record_length_past_the_end():

@@ -14,7 +14,6 @@ import pyarrow as pa
 import pytest
 
 from cmi_datasource import Capture
-from cmi_datasource.capture.dmpmqmsg import write_dump
 from cmi_datasource.capture.mqget_capture import write_capture
 from cmi_datasource.catalog import messages_table
 from cmi_datasource.dump_writer import DatasetToWrite, WriteOptions, build_messages
@@ -24,6 +23,8 @@ from cmi_datasource.messages import PhysicalMessage
 from cmi_datasource.mq.envelope import unwrap
 from cmi_datasource.mq.headers import MQDLH, MQMDE, MQRFH2, MQXQH
 from cmi_datasource.mq.mqmd import MQMF_LAST_SEGMENT, MQMF_SEGMENT, descriptor_to_bytes
+
+from conftest import dump_messages as write
 
 TABLE = pa.table({
     "ID": pa.array([float(i) for i in range(400)]),
@@ -85,13 +86,6 @@ def rfh2(d, payload):
                           "encoding": d.encoding, "ccsid": d.ccsid, "format": d.format.encode("latin-1"),
                           "name_value_ccsid": 1208}, order_of(d))
     return dataclasses.replace(d, format="MQHRF2  "), header + struct.pack(order_of(d) + "i", len(folder)) + folder + payload
-
-
-def write(tmp_path, messages, name="q.dmp"):
-    path = tmp_path / name
-    with open(path, "wb") as f:
-        write_dump(f, messages)
-    return str(path)
 
 
 def rows_of(path):

@@ -125,8 +125,8 @@ def test_index_cache_keeps_only_the_newest_files(tmp_path, monkeypatch):
         with open(path, "wb") as f:
             write_dump(f, build_messages([DatasetToWrite(TABLE.slice(0, 5), "LIB", f"S{n}")]))
         index.indexed(str(path))
-        os.utime(index._cache_file(index._key(str(path))), (n + 1, n + 1))  # written in order
+        os.utime(index._cache_file(index.file_key(str(path))), (n + 1, n + 1))  # written in order
     kept = sorted(os.listdir(tmp_path / "cache"))
     assert len(kept) == 2
-    assert os.path.basename(index._cache_file(index._key(str(tmp_path / "q0.dmp")))) not in kept
+    assert os.path.basename(index._cache_file(index.file_key(str(tmp_path / "q0.dmp")))) not in kept
     index._MEMORY.clear()

@@ -13,13 +13,14 @@ attachment unusable and are reported on it.
 """
 from __future__ import annotations
 
+import itertools
 import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..charsets import CharsetPolicy, CodePage, UnknownCcsid
-from ..errors import AttachmentError, IncompleteAttachmentError, UnsupportedEncodingError
+from ..errors import AttachmentError, CmiFormatError, IncompleteAttachmentError, UnsupportedEncodingError
 from ..messages import PhysicalMessage
 from ..mq.encoding import integer_order
 from ..mq.mqmd import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE
@@ -77,9 +78,10 @@ class Attachment:
                 and all(k in self.sequenced for k in range(1, self.expected + 1)))
 
     def missing_sequence_numbers(self, limit: int = 10) -> List[int]:
+        # The count is untrusted: walk it lazily, never materialise 1..N.
         if self.expected is None:
             return []
-        return [k for k in range(1, self.expected + 1) if k not in self.sequenced][:limit]
+        return list(itertools.islice((k for k in range(1, self.expected + 1) if k not in self.sequenced), limit))
 
     def why_incomplete(self) -> str:
         if self.problems:
@@ -99,10 +101,19 @@ class Attachment:
         return [self.sequenced[k] for k in range(1, self.expected + 1)]
 
 
+@dataclass(frozen=True)
+class BrokenHeader:
+    """A MsgType 100000 message that is no CMI attachment header (the reason in ``problem``)."""
+
+    message: PhysicalMessage
+    problem: str
+
+
 @dataclass
 class Assembly:
     attachments: List[Attachment]
     roles: Dict[Tuple[str, int], Tuple[str, Optional[bytes], Optional[int]]]  # (source, index) -> role
+    broken_headers: List[BrokenHeader] = field(default_factory=list)
 
     def role_of(self, message: PhysicalMessage) -> Tuple[str, Optional[bytes], Optional[int]]:
         return self.roles.get((message.source, message.index), (ROLE_OTHER, None, None))
@@ -128,11 +139,13 @@ def _choose_sequence_order(candidates: List[Tuple[bytes, PhysicalMessage]],
                            expected: Optional[int]) -> str:
     big = {int.from_bytes(c[16:20], "big") for c, _ in candidates}
     little = {int.from_bytes(c[16:20], "little") for c, _ in candidates}
-    if expected is not None:
-        wanted = set(range(1, expected + 1))
-        if big == wanted:
+    def is_one_to_expected(numbers) -> bool:  # without building 1..N from an untrusted N
+        return len(numbers) == expected and min(numbers) == 1 and max(numbers) == expected
+
+    if expected is not None and expected > 0:
+        if is_one_to_expected(big):
             return "big"
-        if little == wanted:
+        if is_one_to_expected(little):
             return "little"
     # Incomplete: the order whose numbers are smaller is the plausible one.
     return "little" if little and max(little) < max(big) else "big"
@@ -171,6 +184,7 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
 
     roles: Dict[Tuple[str, int], Tuple[str, Optional[bytes], Optional[int]]] = {}
     attachments: List[Attachment] = []
+    broken_headers: List[BrokenHeader] = []
     seen_keys: Dict[bytes, PhysicalMessage] = {}
     header_groups = _dedupe(headers)
     for correl, group in header_groups.items():
@@ -178,9 +192,14 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
             raise AttachmentError(f"{len(group)} different header messages share CorrelId "
                                   f"{correl.hex().upper()}", group[1].location())
         hm = group[0]
-        header = parse_header(hm.payload, integer_order(hm.descriptor.encoding),
-                              message_code_page(hm, charsets), hm.location())
         _assign(roles, hm, (ROLE_HEADER, None, None))
+        try:
+            header = parse_header(hm.payload, integer_order(hm.descriptor.encoding),
+                                  message_code_page(hm, charsets), hm.location())
+        except CmiFormatError as e:
+            # One unreadable header must not hide the rest of the capture: it is listed instead.
+            broken_headers.append(BrokenHeader(hm, str(e)))
+            continue
         app_group = by_correl.get(header.message_correl_id, [])
         for m in app_group:
             _assign(roles, m, (ROLE_APPLICATION, None, None))
@@ -214,9 +233,9 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                     if k in att.sequenced:
                         att.problems.append(f"sequenced message {k} has conflicting duplicates")
                     att.sequenced[k] = m
-            for broken in incomplete_segments:
-                if broken.correl_id[:KEY_SIZE] == entry.key:
-                    att.problems.append(_segment_problem(broken, entry.key))
+            for unjoined in incomplete_segments:
+                if unjoined.correl_id[:KEY_SIZE] == entry.key:
+                    att.problems.append(_segment_problem(unjoined, entry.key))
             attachments.append(att)
     # Duplicates that were dropped take the role of the message they repeat.
     for m, groups in [(m, by_correl) for m in subordinates] + [(m, header_groups) for m in headers]:
@@ -225,4 +244,4 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                 if other.content_key == m.content_key and (other.source, other.index) in roles:
                     _assign(roles, m, roles[(other.source, other.index)])
                     break
-    return Assembly(attachments, roles)
+    return Assembly(attachments, roles, broken_headers)

@@ -175,8 +175,9 @@ def unwrap(message: PhysicalMessage) -> PhysicalMessage:
                 pos += length
             else:
                 break
-    except CmiFormatError as e:
-        return dataclasses.replace(message, envelope=Envelope(outer, tuple(headers), problem=str(e)))
+    except (CmiFormatError, UnicodeDecodeError) as e:
+        problem = str(e) if isinstance(e, CmiFormatError) else f"a header's Format is not valid {e.encoding}"
+        return dataclasses.replace(message, envelope=Envelope(outer, tuple(headers), problem=problem))
     if not headers:
         return message
     effective = dataclasses.replace(descriptor, encoding=encoding, ccsid=ccsid, format=fmt)

@@ -113,7 +113,9 @@ def descriptor_from_bytes(buf: bytes, offset: int, order: str, version: int, cod
     for f in MQMD_FIELDS:
         if f.name in raw:
             v = raw[f.name]
-            values[f.name] = v.decode(codec) if f.kind == "text" else v
+            # Descriptor text is metadata (names, dates): undecodable bytes become U+FFFD rather
+            # than making the message unreadable.
+            values[f.name] = v.decode(codec, errors="replace") if f.kind == "text" else v
     values["version"] = min(version, 2)
     return Descriptor(**values)
 

@@ -14,7 +14,7 @@ from ..charsets import CodePage
 from ..cmi.stream import MessageStream
 from ..cmi.records import FILE_PROLOGUE, read_record, write_record
 from ..cmi.wire import FieldReader, FieldWriter, WireFormat
-from ..errors import AttachmentError, FileLayoutError
+from ..errors import AttachmentError, FileLayoutError, Location, ValueConversionError
 from ..messages import PhysicalMessage
 from ..mq.encoding import integer_order
 
@@ -33,10 +33,19 @@ class ExternalFile:
             return b"".join(r + b"\n" for r in self.records)
         return b"".join(self.records)
 
-    def text(self, codepage: CodePage) -> Optional[str]:
+    def text(self, codepage: CodePage, location: Location = Location()) -> Optional[str]:
+        """The file's text, or ValueConversionError for a record that is not valid in the code page."""
         if not self.is_text:
             return None
-        return "".join(codepage.decode(r) + "\n" for r in self.records)
+        lines = []
+        for number, record in enumerate(self.records, start=1):
+            try:
+                lines.append(codepage.decode(record) + "\n")
+            except UnicodeDecodeError:
+                raise ValueConversionError(
+                    f"record {number} of the text file is not valid {codepage.codec} (CCSID {codepage.ccsid}); "
+                    f"if the sender used another code page, set option('ccsid', ...)", location) from None
+        return "".join(lines)
 
 
 def read_external_file(messages: Sequence[PhysicalMessage], header_wire: WireFormat,

@@ -162,8 +162,9 @@ class DatasetLayout:
 
     @property
     def observations(self) -> int:
+        # Without variables there is nothing to read: report what the dataset view returns.
         obslen = self.definition.obs_length
-        return self.observation_bytes // obslen if obslen else max(self.definition.nobs, 0)
+        return self.observation_bytes // obslen if obslen else 0
 
 
 def _decode_text(raw: bytes, codepage: CodePage, what: str, location: Location) -> str:

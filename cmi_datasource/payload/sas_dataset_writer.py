@@ -88,8 +88,11 @@ def check_schema(schema: pa.Schema) -> None:
                                      f"{MAX_NAME_LENGTH} characters")
 
 
-def plan_variables(schema: pa.Schema, lengths: Mapping[str, int], truncate: bool = False) -> List[SasVariable]:
-    """SAS variables for an Arrow schema; ``lengths`` = longest encoded value per string column."""
+def plan_variables(schema: pa.Schema, lengths: Mapping[str, int], truncate: bool = False,
+                   fmt: Optional[FloatFormat] = None) -> List[SasVariable]:
+    """SAS variables for an Arrow schema; ``lengths`` = longest encoded value per string column.
+    Numerics may be 3-8 bytes, or 2-8 in S/390 format (as z/OS SAS allows)."""
+    shortest_numeric = 2 if fmt is FloatFormat.S390 else 3
     check_schema(schema)
     variables: List[SasVariable] = []
     offset = 0
@@ -106,8 +109,9 @@ def plan_variables(schema: pa.Schema, lengths: Mapping[str, int], truncate: bool
                 length = MAX_CHARACTER_LENGTH
         else:
             length = int(declared) if declared is not None else 8
-            if not 3 <= length <= 8:
-                raise CmiEncodeError(f"column {field.name}: numeric sas_length {length} is not 3..8")
+            if not shortest_numeric <= length <= 8:
+                raise CmiEncodeError(f"column {field.name}: numeric sas_length {length} is not "
+                                     f"{shortest_numeric}..8")
         fmt = _meta(field, "format") or _DEFAULT_FORMATS.get(family, "")
         informat = _meta(field, "informat") or ""
         fname, fwidth, fdec = split_display_format(fmt) if fmt else ("", 0, 0)
@@ -133,7 +137,8 @@ def _numbers(column: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
     elif pa.types.is_timestamp(t):
         # SAS datetimes are naive: a zoned timestamp is written as its wall-clock time in its zone.
         naive = pc.local_timestamp(column) if t.tz else column
-        naive = naive.cast(pa.timestamp("us")) if naive.type.unit != "us" else naive
+        # SAS datetimes hold about microseconds at best: finer units are cut to microseconds.
+        naive = pc.cast(naive, pa.timestamp("us"), safe=False) if naive.type.unit != "us" else naive
         micros = pc.cast(naive, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
         # One correctly rounded division, so the nearest double to the instant is written.
         values = (micros + EPOCH_SHIFT_SECONDS * 1_000_000) / 1e6

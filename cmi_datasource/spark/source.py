@@ -38,7 +38,6 @@ Write options: ``dataset`` (default ``WORK.DATA``), ``encoding`` (546, 273 or 78
 """
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from typing import Iterator, List
 
@@ -47,8 +46,10 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
+from ..capture.paths import resolve_paths
 from ..catalog import (VIEW_SCHEMAS, Capture, DatasetSlice, files_table, messages_table, partition_target,
                        slice_batches)
+from ..index import file_key
 from ..payload.sas_dataset import arrow_schema
 from .options import ReadOptions, SparkWriteOptions
 from .writer import CmiWriter
@@ -60,11 +61,10 @@ _CAPTURE_CACHE_SIZE = 4
 def open_capture(options: ReadOptions) -> Capture:
     """Open (or reuse, within one Python worker) the capture for these paths and charsets.
 
-    The key includes each file's size and mtime, so a changed file is read again.
+    The key is each file's index key (size, mtime and a CRC of its ends), so a changed file is read again.
     """
-    from ..capture.paths import resolve_paths
     files = resolve_paths(options.paths)
-    key = (tuple((f, os.path.getsize(f), os.path.getmtime(f)) for f in files), options.charsets)
+    key = (tuple(file_key(f) for f in files), options.charsets)
     capture = _CAPTURE_CACHE.get(key)
     if capture is None:
         capture = Capture.open(files, options.charsets)
