@@ -44,9 +44,6 @@ class Layout:
         self.offsets: Mapping[str, int] = offsets
         self.by_name: Mapping[str, Field] = {f.name: f for f in self.fields}
 
-    def offset_of(self, name: str) -> int:
-        return self.offsets[name]
-
     def defaults(self) -> Dict[str, Any]:
         return {f.name: f.default for f in self.fields}
 
