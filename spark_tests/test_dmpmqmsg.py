@@ -289,15 +289,19 @@ def test_read_dump_names_the_file(tmp_path):
 # Errors
 
 
-def test_bad_hex_reports_file_message_and_byte_offset_of_the_line(tmp_path):
-    data = HEADER + b"A MST 8\nX 4142\n\nA MST 9\nX 4344\nX 45ZZ\nX 46\n\n"
+@pytest.mark.parametrize("error, body, bad_line, message_index", [
+    (DumpSyntaxError, b"A MST 8\nX 4142\n\nA MST 9\nX 4344\nX 45ZZ\nX 46\n\n", b"X 45ZZ", 1),  # bad hex
+    # attributes and no data line before the end of the file
+    (TruncatedError, b"A MST 8\nX 41\n\n* Index 2\nA MST 100001\nA CCS 1208\n\n", b"A MST 100001", 1),
+])
+def test_errors_in_a_dump_file_name_file_message_and_byte_offset(tmp_path, error, body, bad_line, message_index):
+    data = HEADER + body
     path = write(tmp_path, data)
-    with pytest.raises(DumpSyntaxError) as e:
+    with pytest.raises(error) as e:
         list(read_dump(path))
     assert e.value.source == path
-    assert e.value.message_index == 1
-    assert e.value.offset == data.index(b"X 45ZZ")
-    assert e.value.location.file_offset == data.index(b"X 45ZZ")
+    assert e.value.message_index == message_index
+    assert e.value.offset == e.value.location.file_offset == data.index(bad_line)
 
 
 @pytest.mark.parametrize("data, bad_line, message_index", [
@@ -331,16 +335,6 @@ def test_data_line_before_any_attribute_line():
             parse(data)
         assert e.value.offset == len(HEADER)
         assert e.value.message_index == 0
-
-
-def test_attributes_without_data_at_end_of_file_is_truncated(tmp_path):
-    data = HEADER + b"A MST 8\nX 41\n\n* Index 2\nA MST 100001\nA CCS 1208\n\n"
-    path = write(tmp_path, data)
-    with pytest.raises(TruncatedError) as e:
-        list(read_dump(path))
-    assert e.value.source == path
-    assert e.value.message_index == 1
-    assert e.value.offset == data.index(b"A MST 100001")
 
 
 def test_errors_of_a_slice_use_whole_file_offsets_and_indexes():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Tuple
 
 from ..errors import Location, TruncatedError
 from ..layout import BIG
@@ -23,6 +23,12 @@ class WireFormat:
     def with_order(self, order: str) -> "WireFormat":
         return WireFormat(order, self.long_size, self.terminated)
 
+    def structs(self) -> Tuple[struct.Struct, struct.Struct, struct.Struct]:
+        """(int, short, long) in this byte order and long size."""
+        o = self.order
+        return (struct.Struct(o + "i"), struct.Struct(o + "h"),
+                struct.Struct(o + ("i" if self.long_size == 4 else "q")))
+
 
 class FieldReader:
     """Sequential reader over one message payload (or a stream of several).
@@ -36,10 +42,7 @@ class FieldReader:
         self.wire = wire
         self.locate = locate
         self.pos = start
-        o = wire.order
-        self._int = struct.Struct(o + "i")
-        self._short = struct.Struct(o + "h")
-        self._long = struct.Struct(o + ("i" if wire.long_size == 4 else "q"))
+        self._int, self._short, self._long = wire.structs()
 
     @property
     def remaining(self) -> int:
@@ -98,10 +101,7 @@ class FieldWriter:
     def __init__(self, wire: WireFormat):
         self.wire = wire
         self.out = bytearray()
-        o = wire.order
-        self._int = struct.Struct(o + "i")
-        self._short = struct.Struct(o + "h")
-        self._long = struct.Struct(o + ("i" if wire.long_size == 4 else "q"))
+        self._int, self._short, self._long = wire.structs()
 
     def int32(self, v: int) -> "FieldWriter":
         self.out += self._int.pack(v)

@@ -97,6 +97,18 @@ def _rfh2_folders(payload: bytes, start: int, end: int, order: str, ccsid: int,
     return tuple(folders)
 
 
+def _expect(payload: bytes, pos: int, struc_id: str, format_name: str, where) -> None:
+    if not struc_id_matches(payload[pos:pos + 4], struc_id):
+        raise CmiFormatError(f"Format is {format_name} but no {struc_id.strip()} structure follows", where)
+
+
+def _what_follows(header: dict, ccsid: int) -> Tuple[int, int, str]:
+    """(Encoding, CCSID, Format) a header gives the data after it; CCSID -2 inherits the header's own."""
+    codec = _text_codec(header["struc_id"], ccsid)
+    following = ccsid if header["ccsid"] == MQCCSI_INHERIT else header["ccsid"]
+    return header["encoding"], following, header["format"].decode(codec)
+
+
 def unwrap(message: PhysicalMessage) -> PhysicalMessage:
     """The message with its MQ headers removed and its descriptor the one that describes the data.
 
@@ -118,8 +130,7 @@ def unwrap(message: PhysicalMessage) -> PhysicalMessage:
             order = integer_order(encoding)
             where = message.location(pos)
             if name == FORMAT_XMIT:
-                if not struc_id_matches(payload[pos:pos + 4], "XQH "):
-                    raise CmiFormatError("Format is MQXMIT but no MQXQH follows", where)
+                _expect(payload, pos, "XQH ", name, where)
                 xqh = MQXQH.unpack(payload, pos, order, message.location())
                 codec = _text_codec(xqh["struc_id"], ccsid)
                 info["remote_queue"] = _text(xqh["remote_q_name"], codec)
@@ -136,23 +147,17 @@ def unwrap(message: PhysicalMessage) -> PhysicalMessage:
                                                    for f in MQMDE_V2_FIELDS):
                     break  # seed 002 table 1: a version-2 MQMD with its own values keeps them
                 descriptor = dataclasses.replace(descriptor, **{f: mde[f] for f in MQMDE_V2_FIELDS})
-                codec = _text_codec(mde["struc_id"], ccsid)
-                encoding = mde["encoding"]
-                ccsid = ccsid if mde["ccsid"] == MQCCSI_INHERIT else mde["ccsid"]
-                fmt = mde["format"].decode(codec)
+                encoding, ccsid, fmt = _what_follows(mde, ccsid)
                 pos += MQMDE.size
                 headers.append("MQMDE")
             elif name == FORMAT_DEAD_LETTER:
-                if not struc_id_matches(payload[pos:pos + 4], "DLH "):
-                    raise CmiFormatError("Format is MQDEAD but no MQDLH follows", where)
+                _expect(payload, pos, "DLH ", name, where)
                 dlh = MQDLH.unpack(payload, pos, order, message.location())
                 codec = _text_codec(dlh["struc_id"], ccsid)
                 info["dead_letter_reason"] = dlh["reason"]
                 info["dead_letter_queue"] = _text(dlh["dest_q_name"], codec)
                 info["dead_letter_qmgr"] = _text(dlh["dest_q_mgr_name"], codec)
-                encoding = dlh["encoding"]
-                ccsid = ccsid if dlh["ccsid"] == MQCCSI_INHERIT else dlh["ccsid"]
-                fmt = dlh["format"].decode(codec)
+                encoding, ccsid, fmt = _what_follows(dlh, ccsid)
                 pos += MQDLH.size
                 headers.append("MQDLH")
             elif name.startswith("MQH"):
@@ -169,9 +174,7 @@ def unwrap(message: PhysicalMessage) -> PhysicalMessage:
                     headers.append("MQRFH2")
                 else:
                     headers.append(_text(common["struc_id"], codec) or name)
-                encoding = common["encoding"]
-                ccsid = ccsid if common["ccsid"] == MQCCSI_INHERIT else common["ccsid"]
-                fmt = common["format"].decode(codec)
+                encoding, ccsid, fmt = _what_follows(common, ccsid)
                 pos += length
             else:
                 break
