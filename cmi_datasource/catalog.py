@@ -182,6 +182,12 @@ class Capture:
     def attachments(self) -> List[Attachment]:
         return self.assembly.attachments
 
+    @staticmethod
+    def _held_whole(messages: Sequence[PhysicalMessage]) -> Optional[List[PhysicalMessage]]:
+        """The messages when all are held whole (a capture built in memory), else None: the caller
+        then re-reads them from their files in one pass."""
+        return None if any(m.is_partial for m in messages) else list(messages)
+
     def full(self, message: PhysicalMessage) -> PhysicalMessage:
         """The message with its whole payload (re-read when planning kept only its start)."""
         return load_logical([message.spans], [message.content_key])[0] if message.is_partial else message
@@ -304,9 +310,9 @@ class Capture:
         batches = []
         for att in chosen:
             [whole] = self.dataset_slices(att, target_bytes=1 << 62)
-            stream = self._layout_and_stream(att)[1]
-            observations = [self.full(m) for m in stream.messages] if whole.refs else []
-            batches.extend(slice_batches(whole, temporal=temporal, messages=observations))
+            batches.extend(slice_batches(whole, temporal=temporal,
+                                         messages=self._held_whole(self._layout_and_stream(att)[1].messages)
+                                         if whole.refs else []))
         return pa.Table.from_batches(batches, schema=schema)
 
     def attachments_table(self) -> pa.Table:
@@ -353,15 +359,17 @@ class Capture:
         """The complete external files (incomplete ones are listed by attachments_table)."""
         chosen = [a for a in self.file_attachments() if a.complete]
         return files_table([self.plan(a) for a in chosen],
-                           [[self.full(m) for m in a.ordered_messages()] for a in chosen])
+                           [self._held_whole(a.ordered_messages()) for a in chosen])
 
 
 def files_table(plans: Sequence[AttachmentPlan],
                 messages: Optional[Sequence[Sequence[PhysicalMessage]]] = None) -> pa.Table:
-    """One row per external file; ``messages`` (per plan) saves re-reading them from disk."""
+    """One row per external file; ``messages`` (per plan; None for a plan whose messages must be
+    re-read from disk) saves re-reading them."""
     rows = []
     for i, plan in enumerate(plans):
-        sequenced = plan.messages() if messages is None else messages[i]
+        held = None if messages is None else messages[i]
+        sequenced = plan.messages() if held is None else held
         f = read_external_file(sequenced, plan.wire, plan.kind == "text")
         codepage = message_code_page(sequenced[0], plan.charsets)
         rows.append({"attachment": plan.key_hex, "name": plan.name, "kind": plan.kind, "lrecl": f.lrecl,
