@@ -6,27 +6,30 @@ from the ``AttachmentPlan`` objects made here.
 """
 from __future__ import annotations
 
+import bisect
+import zlib
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
 from .capture.paths import resolve_paths
-from .capture.readers import read_spans
+from .capture.dump_spans import read_dump_spans
+from .capture.readers import is_binary_capture, read_spans
 from .index import indexed, scan, slim
 from .charsets import CharsetPolicy
 from .cmi.assembly import ROLE_OTHER, Assembly, Attachment, assemble, message_code_page
 from .cmi.header import ATTACHMENT_DATASET
 from .cmi.wire import WireFormat
-from .errors import AttachmentError, CmiFormatError, CmiOptionError
+from .errors import AttachmentError, CmiFormatError, CmiOptionError, Location
 from .messages import MessageSpan, PhysicalMessage
 from .mq.envelope import unwrap
 from .mq.segments import IncompleteSegments, is_segment, join_segments
 from .payload.external_file import read_external_file
 from .cmi.stream import OnePassStream
 from .payload.sas_dataset import (DEFAULT_BATCH_ROWS, RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, DatasetLayout,
-                                  arrow_schema, iter_observation_batches, observation_messages, read_layout,
-                                  record_type_of)
+                                  ObservationChunk, arrow_schema, iter_observation_batches, observation_batches,
+                                  observation_messages, read_layout, record_type_of)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class DatasetSlice:
     first_row: int
     last_row: int
     checks: Tuple[ContentKey, ...] = ()
+    header_bytes: Tuple[int, ...] = ()  # MQ header bytes in front of each message's data, as captured
 
 
 ContentKey = Tuple[int, int]  # (payload length, CRC-32): PhysicalMessage.content_key
@@ -107,11 +111,66 @@ def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temp
     """Record batches of a slice's observations; ``messages`` saves re-reading them from disk."""
     if part.first_row >= part.last_row:
         return
+    codepage = part.charsets.code_page_for(part.layout.ccsid)
+    if messages is None and _dump_spans_apply(part):
+        chunks = _DumpObservations(part)
+        yield from observation_batches(part.layout, chunks, chunks.locate, codepage, batch_rows, temporal,
+                                       part.first_row, part.last_row)
+        return
     messages = iter_logical(part.refs, part.checks or None) if messages is None else messages
     stream = OnePassStream(messages, skip=RECORD_TYPE_SIZE, base=part.base)
-    codepage = part.charsets.code_page_for(part.layout.ccsid)
     yield from iter_observation_batches(part.layout, stream, codepage, batch_rows, temporal,
                                         part.first_row, part.last_row)
+
+
+def _dump_spans_apply(part: DatasetSlice) -> bool:
+    """Whether the slice's messages can be decoded straight from dump text (``read_dump_spans``):
+    each is one physical record of a text dump, with its header bytes and content key planned."""
+    if not part.checks or len(part.header_bytes) != len(part.refs) or any(len(ref) != 1 for ref in part.refs):
+        return False
+    return not any(is_binary_capture(source) for source in {ref[0][0] for ref in part.refs})
+
+
+class _DumpObservations:
+    """The observation chunks of a slice, decoded from dump text a file piece at a time; each
+    message is checked against its planned length and CRC-32 before its bytes are used."""
+
+    def __init__(self, part: DatasetSlice):
+        self.part = part
+        self.starts: List[int] = []  # stream offset of each message's observation bytes
+        self.origins: List[MessageSpan] = []
+
+    def __iter__(self) -> Iterator[ObservationChunk]:
+        part = self.part
+        room = part.layout.definition.obs_length
+        heads = [strip + RECORD_TYPE_SIZE for strip in part.header_bytes]
+        at, number = part.base, 0
+        for piece in read_dump_spans([ref[0] for ref in part.refs], heads, room):
+            for i, span in enumerate(piece.spans):
+                strip = part.header_bytes[number]
+                head = piece.head_of(i)[strip:]
+                data = piece.data_of(i)
+                if (int(piece.lengths[i]) - strip, zlib.crc32(data, zlib.crc32(head))) != part.checks[number]:
+                    raise CmiFormatError("the message differs from the one planned: the file changed since "
+                                         "it was planned", Location(span[0], span[1], span[2]))
+                self.starts.append(at + int(piece.data_starts[i]))
+                self.origins.append(span)
+                number += 1
+            yield ObservationChunk(at, piece.buffer, piece.room, piece.room + int(piece.data_starts[-1]))
+            at += int(piece.data_starts[-1])
+
+    def locate(self, pos: int) -> Location:
+        if not self.starts:
+            return Location()
+        i = max(bisect.bisect_right(self.starts, pos) - 1, 0)
+        source, index, offset, _ = self.origins[i]
+        return Location(source, index, offset, RECORD_TYPE_SIZE + pos - self.starts[i])
+
+
+def _header_bytes(message: PhysicalMessage) -> int:
+    """Bytes of MQ headers removed from the front of the captured payload (``mq.envelope.unwrap``)."""
+    captured = message.envelope.captured_length if message.envelope is not None else None
+    return 0 if captured is None else captured - message.length
 
 
 def partition_target(total_bytes: int, max_partition_bytes: int, min_partitions: int) -> int:
@@ -238,7 +297,7 @@ class Capture:
             chosen = stream.messages[lo:hi]
             return DatasetSlice(att.key_hex, att.entry.name, layout, self.charsets,
                                 tuple(m.spans for m in chosen), stream.starts[lo] if lo < hi else 0, first, last,
-                                tuple(m.content_key for m in chosen))
+                                tuple(m.content_key for m in chosen), tuple(_header_bytes(m) for m in chosen))
 
         if stream is None or not obslen or not nobs:
             return [make(0, 0)]

@@ -7,81 +7,120 @@ pages to UTF-8 through the code page's byte -> UTF-8 table with numpy gathers.
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..charsets import CodePage
+from ..compiled import kernel
 
 
-def trimmed_lengths(matrix: np.ndarray, blank: int) -> np.ndarray:
-    """Length of each row once trailing blanks and NULs are removed."""
-    rows, width = matrix.shape
-    if width == 0:
-        return np.zeros(rows, dtype=np.int64)
-    keep = (matrix != blank) & (matrix != 0)
-    last_kept_from_end = np.argmax(keep[:, ::-1], axis=1)
-    return np.where(keep.any(axis=1), width - last_kept_from_end, 0).astype(np.int64)
+@kernel
+def _trimmed_length(flat, at, width, blank):
+    n = np.uint64(width)
+    while n > 0:
+        c = flat[at + n - np.uint64(1)]
+        if c != blank and c != 0:
+            break
+        n -= np.uint64(1)
+    return n
 
 
-def _utf8_payload(matrix: np.ndarray, lengths: np.ndarray, codepage: CodePage) -> Tuple[np.ndarray, np.ndarray]:
-    """(UTF-8 bytes of all values of a single-byte code page concatenated, int64 offsets of each value)."""
-    width = matrix.shape[1]
-    inside = np.arange(width) < lengths[:, None]
-    kept = matrix[inside]  # row-major: values one after another
-    out_lengths = codepage.utf8_length[kept]
-    byte_ends = np.cumsum(out_lengths)
-    starts = byte_ends - out_lengths
-    total = int(byte_ends[-1]) if len(byte_ends) else 0
-    out = np.empty(total, dtype=np.uint8)
-    table = codepage.utf8_bytes
-    for k in range(int(out_lengths.max()) if len(out_lengths) else 0):
-        has = out_lengths > k
-        out[starts[has] + k] = table[kept[has], k]
-    # Row offsets: UTF-8 position of each row's first source byte.
-    value_ends = np.cumsum(lengths)
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    nonempty_end = value_ends > 0
-    offsets[1:][nonempty_end] = byte_ends[value_ends[nonempty_end] - 1]
-    return out, offsets
+@kernel
+def _trim_and_gather(flat, stride, count, offsets, widths, blank, utf8_bytes, utf8_length, ends, out, regions):
+    """For each of ``count`` rows of ``stride`` bytes in ``flat`` and each field j (``widths[j]``
+    bytes at ``offsets[j]``): the value without trailing blanks and NULs, appended to field j's
+    region of ``out`` (from regions[j]); ends[j, row + 1] is where it ends, from the region start.
+    With a code page table (``utf8_length`` not empty) each byte becomes its UTF-8 sequence.
+    Row by row, so each row is read from memory once. Bounds: the caller passes
+    offsets[j] + widths[j] <= stride, count * stride <= len(flat), and regions that hold
+    count * widths[j] bytes (4 times that with a table)."""
+    one = np.uint64(1)
+    translate = utf8_length.shape[0] > 0
+    for j in range(np.uint64(offsets.shape[0])):
+        ends[j, 0] = 0
+    for i in range(np.uint64(count)):
+        row = i * np.uint64(stride)
+        for j in range(np.uint64(offsets.shape[0])):
+            at = row + np.uint64(offsets[j])
+            n = np.uint64(widths[j])
+            while n > 0:
+                c = flat[at + n - one]
+                if c != blank and c != 0:
+                    break
+                n -= one
+            start = np.uint64(regions[j])
+            end = start + np.uint64(ends[j, i])
+            if translate:
+                for k in range(n):
+                    b = flat[at + k]
+                    size = np.uint64(utf8_length[b])
+                    for m in range(size):
+                        out[end + m] = utf8_bytes[b, m]
+                    end += size
+            else:
+                for k in range(n):
+                    out[end + k] = flat[at + k]
+                end += n
+            ends[j, i + one] = end - start
 
 
-def strings_from_fixed_width(matrix: np.ndarray, codepage: CodePage) -> pa.Array:
-    """Arrow string array from a (rows, width) uint8 matrix of one character variable: UTF-8
-    through Arrow's kernels, single-byte code pages through the code page's UTF-8 table.
+_NO_TABLE = (np.zeros((0, 4), dtype=np.uint8), np.zeros(0, dtype=np.int64))
 
-    Raises UnicodeDecodeError (with the row in ``.start``) when UTF-8 text is invalid.
+
+def string_fields(rows: np.ndarray, codepage: CodePage, offsets: Sequence[int],
+                  widths: Sequence[int]) -> List[pa.Array]:
+    """Arrow string arrays of the character fields at ``offsets`` (``widths`` bytes each) of a
+    (rows, row length) uint8 matrix: trailing blanks and NULs trimmed, all-blank values null,
+    single-byte code pages turned into UTF-8 through the code page's table.
+
+    Raises UnicodeDecodeError (with the row in ``.start`` and the field's position in
+    ``.field``) when UTF-8 text is invalid.
     """
-    if codepage.is_utf8:
-        return _utf8_strings(matrix)
-    rows = matrix.shape[0]
-    lengths = trimmed_lengths(matrix, codepage.space)
-    data, offsets = _utf8_payload(matrix, lengths, codepage)
-    if offsets[-1] >= 2 ** 31:
-        raise OverflowError("more than 2 GiB of text in one batch; lower the batch size")
-    valid = lengths > 0
-    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if not valid.all() else None
-    return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets.astype(np.int32)),
-                                       pa.py_buffer(data), validity, int(rows - valid.sum()))
+    rows = np.ascontiguousarray(rows, dtype=np.uint8)
+    count = rows.shape[0]
+    offsets = np.asarray(offsets, dtype=np.int64)
+    widths = np.asarray(widths, dtype=np.int64)
+    if len(offsets) != len(widths) or ((offsets < 0) | (widths < 0) | (offsets + widths > rows.shape[1])).any():
+        raise ValueError(f"character fields {list(zip(offsets.tolist(), widths.tolist()))} (offset, width) "
+                         f"lie outside rows of {rows.shape[1]} bytes")
+    expansion = 1 if codepage.is_utf8 else 4
+    sizes = count * widths * expansion
+    regions = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    out = np.empty(int(regions[-1]), dtype=np.uint8)
+    ends = np.empty((len(offsets), count + 1), dtype=np.int64)
+    table = _NO_TABLE if codepage.is_utf8 else (codepage.utf8_bytes, codepage.utf8_length)
+    _trim_and_gather(rows.reshape(-1), rows.shape[1], count, offsets, widths, codepage.space, table[0], table[1],
+                     ends, out, regions)
+    arrays = []
+    for j in range(len(offsets)):
+        value_ends = ends[j]
+        if value_ends[-1] >= 2 ** 31:
+            raise OverflowError("more than 2 GiB of text in one batch; lower the batch size")
+        data = out[regions[j]:regions[j] + value_ends[-1]]
+        valid = value_ends[1:] != value_ends[:-1]
+        nulls = int(count - np.count_nonzero(valid))
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+        array = pa.StringArray.from_buffers(count, pa.py_buffer(value_ends.astype(np.int32)), pa.py_buffer(data),
+                                            validity, nulls)
+        if codepage.is_utf8 and len(data) and data.max() >= 0x80:  # ASCII is valid UTF-8
+            try:
+                array.validate(full=True)
+            except pa.ArrowInvalid:
+                bad_row = _first_invalid_utf8_row(data, value_ends)
+                error = UnicodeDecodeError("utf-8", data[value_ends[bad_row]:value_ends[bad_row + 1]].tobytes(),
+                                           bad_row, bad_row + 1, "invalid UTF-8")
+                error.field = j
+                raise error from None
+        arrays.append(array)
+    return arrays
 
 
-def _utf8_strings(matrix: np.ndarray) -> pa.Array:
-    """UTF-8 values: Arrow's kernels validate, trim and null the blank ones without a copy per step in Python."""
-    rows, width = matrix.shape
-    if width == 0:
-        return pa.nulls(rows, pa.string())
-    data = np.ascontiguousarray(matrix)
-    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), rows, [None, pa.py_buffer(data)])
-    try:
-        text = fixed.cast(pa.binary()).cast(pa.string())
-    except pa.ArrowInvalid:
-        offsets = np.arange(rows + 1, dtype=np.int64) * width
-        bad_row = _first_invalid_utf8_row(data.reshape(-1), offsets)
-        raise UnicodeDecodeError("utf-8", data[bad_row].tobytes(), bad_row, bad_row + 1, "invalid UTF-8") from None
-    trimmed = pc.utf8_rtrim(text, characters=" \x00")
-    return pc.if_else(pc.equal(pc.binary_length(trimmed), 0), pa.scalar(None, pa.string()), trimmed)
+def strings_from_fixed_width(rows: np.ndarray, codepage: CodePage) -> pa.Array:
+    """The string array of a (rows, width) matrix holding one character variable (``string_fields``)."""
+    return string_fields(rows, codepage, [0], [rows.shape[1]])[0]
 
 
 def _first_invalid_utf8_row(data: np.ndarray, offsets: np.ndarray) -> int:

@@ -9,13 +9,13 @@ from ..messages import MessageSpan, PhysicalMessage
 from . import dmpmqmsg, mqget_capture
 
 
-def _is_binary_capture(path: str) -> bool:
+def is_binary_capture(path: str) -> bool:
     with open(path, "rb") as f:
         return mqget_capture.looks_like_capture(f.read(4))
 
 
 def read_capture(path: str) -> Iterator[PhysicalMessage]:
-    if _is_binary_capture(path):
+    if is_binary_capture(path):
         return mqget_capture.read_capture_file(path)
     return dmpmqmsg.read_dump(path)
 
@@ -27,7 +27,7 @@ def read_spans(spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
     longer holds exactly one message (the file changed since planning) is an error.
     """
     for source, run in groupby(spans, key=lambda s: s[0]):
-        parse = mqget_capture.parse_capture if _is_binary_capture(source) else dmpmqmsg.parse_dump
+        parse = mqget_capture.parse_capture if is_binary_capture(source) else dmpmqmsg.parse_dump
         with open(source, "rb") as f:
             for _, index, start, end in run:
                 f.seek(start)

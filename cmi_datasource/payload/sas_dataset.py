@@ -12,12 +12,12 @@ import bisect
 import datetime as dt
 import struct
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 
-from ..arrow.strings import strings_from_fixed_width
+from ..arrow.strings import string_fields
 from ..charsets import CodePage
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, min_record_size, read_record
 from ..cmi.stream import MessageStream
@@ -27,7 +27,7 @@ from ..errors import (DatasetLayoutError, Location, TruncatedError, UnsupportedE
 from ..messages import PhysicalMessage
 from ..mq.encoding import FloatFormat, float_format, integer_order
 from .sas_formats import KIND_DATE, KIND_DATETIME, KIND_TIME, display_format, temporal_kind
-from .sas_numbers import decode_numbers
+from .sas_numbers import decode_number_fields
 
 RECORD_DATASET = 1
 RECORD_VARIABLES = 2
@@ -312,25 +312,32 @@ class ObservationDecoder:
 
     def decode(self, rows: np.ndarray, first_row: int, locate) -> pa.RecordBatch:
         """``rows``: (n, obs_length) uint8; ``first_row`` and ``locate`` place errors."""
-        columns = []
-        for variable, field in zip(self.layout.variables, self.schema):
-            matrix = rows[:, variable.offset:variable.offset + variable.length]
-            if variable.is_numeric:
-                columns.append(self._numeric(matrix, variable, field.type, first_row, locate))
-            else:
-                try:
-                    columns.append(strings_from_fixed_width(matrix, self.codepage))
-                except UnicodeDecodeError as e:
-                    row = first_row + e.start
-                    raise ValueConversionError(
-                        f"variable {variable.name}, observation {row}: {e.object[:40]!r} is not valid "
-                        f"UTF-8 (CCSID {self.layout.ccsid}); if the sender used another code page, "
-                        f"set option('ccsid', ...)",
-                        locate(row * self.layout.definition.obs_length + variable.offset)) from None
+        columns: List[Optional[pa.Array]] = [None] * len(self.layout.variables)
+        numeric = [i for i, v in enumerate(self.layout.variables) if v.is_numeric]
+        character = [i for i, v in enumerate(self.layout.variables) if not v.is_numeric]
+        if numeric:
+            chosen = [self.layout.variables[i] for i in numeric]
+            values, missing = decode_number_fields(rows, self.float_format, [v.offset for v in chosen],
+                                                   [v.length for v in chosen])
+            for k, i in enumerate(numeric):
+                columns[i] = self._numeric(values[k], missing[k], self.layout.variables[i], self.schema[i].type,
+                                           first_row, locate)
+        if character:
+            chosen = [self.layout.variables[i] for i in character]
+            try:
+                arrays = string_fields(rows, self.codepage, [v.offset for v in chosen], [v.length for v in chosen])
+            except UnicodeDecodeError as e:
+                variable, row = chosen[e.field], first_row + e.start
+                raise ValueConversionError(
+                    f"variable {variable.name}, observation {row}: {e.object[:40]!r} is not valid "
+                    f"UTF-8 (CCSID {self.layout.ccsid}); if the sender used another code page, "
+                    f"set option('ccsid', ...)",
+                    locate(row * self.layout.definition.obs_length + variable.offset)) from None
+            for i, array in zip(character, arrays):
+                columns[i] = array
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
-    def _numeric(self, matrix, variable, arrow_type, first_row, locate) -> pa.Array:
-        values, missing = decode_numbers(matrix, self.float_format)
+    def _numeric(self, values, missing, variable, arrow_type, first_row, locate) -> pa.Array:
         kind = variable.temporal_kind if self.temporal else None
         if kind is None:
             return pa.array(values, type=pa.float64(), mask=missing)
@@ -377,6 +384,44 @@ def observation_messages(stream: RecordStream, obs_length: int, first_row: int, 
     return max(lo, 0), hi
 
 
+@dataclass(frozen=True)
+class ObservationChunk:
+    """Observation-stream bytes from stream offset ``start``, held in ``buffer[room:end]``.
+
+    ``buffer[:room]`` is free: the start of a row begun in the previous chunk is copied
+    there, so a row straddling two chunks is decoded without copying either chunk."""
+
+    start: int
+    buffer: np.ndarray
+    room: int
+    end: int
+
+
+def chunks_of_parts(parts: Iterable[Tuple[int, bytes]], room: int, chunk_bytes: int) -> Iterator[ObservationChunk]:
+    """Pack (stream offset, bytes) parts, a message's share each, into chunks of about ``chunk_bytes``."""
+    pending: List[bytes] = []
+    held, start = 0, 0
+    for at, part in parts:
+        if not pending:
+            start = at
+        pending.append(part)
+        held += len(part)
+        if held >= chunk_bytes:
+            yield _packed(start, pending, held, room)
+            pending, held = [], 0
+    if pending:
+        yield _packed(start, pending, held, room)
+
+
+def _packed(start: int, parts: List[bytes], size: int, room: int) -> ObservationChunk:
+    buffer = np.empty(room + size, dtype=np.uint8)
+    at = room
+    for part in parts:
+        buffer[at:at + len(part)] = np.frombuffer(part, dtype=np.uint8)
+        at += len(part)
+    return ObservationChunk(start, buffer, room, at)
+
+
 def iter_observation_batches(layout: DatasetLayout, stream: Optional[RecordStream], codepage: CodePage,
                              batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
                              first_row: int = 0, last_row: Optional[int] = None
@@ -387,36 +432,42 @@ def iter_observation_batches(layout: DatasetLayout, stream: Optional[RecordStrea
     """
     if stream is None or layout.definition.obs_length == 0:
         return
-    decoder = ObservationDecoder(layout, codepage, temporal)
     obslen = layout.definition.obs_length
+    chunks = chunks_of_parts(stream.parts(), obslen, max(batch_rows, 1) * obslen)
+    yield from observation_batches(layout, chunks, stream.locate, codepage, batch_rows, temporal,
+                                   first_row, last_row)
+
+
+def observation_batches(layout: DatasetLayout, chunks: Iterable[ObservationChunk], locate, codepage: CodePage,
+                        batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
+                        first_row: int = 0, last_row: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+    """Record batches of observations [first_row, last_row) of consecutive chunks of the stream,
+    whose ``room`` must hold a row; ``locate(stream offset)`` places errors."""
+    obslen = layout.definition.obs_length
+    if obslen == 0:
+        return
+    decoder = ObservationDecoder(layout, codepage, temporal)
     last_row = layout.observations if last_row is None else last_row
-    batch_bytes = max(batch_rows, 1) * obslen
-    chunks: List[bytes] = []
-    held = 0
-    row = first_row
+    batch_rows = max(batch_rows, 1)
     start_byte, end_byte = first_row * obslen, last_row * obslen
-
-    def flush(buffer: bytes, whole: int):
-        nonlocal row
-        view = np.frombuffer(buffer, dtype=np.uint8, count=whole)
-        for at in range(0, whole, batch_bytes):
-            rows = view[at:at + batch_bytes].reshape(-1, obslen)
-            yield decoder.decode(rows, row, stream.locate)
-            row += len(rows)
-
-    for part_start, part in stream.parts():
-        if part_start >= end_byte:
+    row, left = first_row, np.zeros(0, dtype=np.uint8)  # left: a row begun in the previous chunk
+    for chunk in chunks:
+        if chunk.start >= end_byte:
             break
-        lo, hi = max(start_byte - part_start, 0), min(end_byte - part_start, len(part))
+        lo = max(start_byte - chunk.start, 0)
+        hi = min(end_byte - chunk.start, chunk.end - chunk.room)
         if lo >= hi:
             continue
-        chunks.append(part[lo:hi] if (lo, hi) != (0, len(part)) else part)
-        held += hi - lo
-        if held >= batch_bytes:
-            buffer = b"".join(chunks)
-            whole = len(buffer) - len(buffer) % batch_bytes
-            yield from flush(buffer, whole)
-            chunks, held = [buffer[whole:]], len(buffer) - whole
-    if held:
-        buffer = b"".join(chunks)
-        yield from flush(buffer, len(buffer))
+        begin = chunk.room + lo - len(left)
+        chunk.buffer[begin:chunk.room + lo] = left
+        data = chunk.buffer[begin:chunk.room + hi]
+        whole = len(data) - len(data) % obslen
+        rows = data[:whole].reshape(-1, obslen)
+        for at in range(0, len(rows), batch_rows):
+            piece = rows[at:at + batch_rows]
+            yield decoder.decode(piece, row, locate)
+            row += len(piece)
+        left = data[whole:].copy()
+    if row != last_row:
+        raise TruncatedError(f"the observation stream ends after {row} observations, {last_row} were planned",
+                             locate(row * obslen))

@@ -1,15 +1,16 @@
 """SAS numerics: truncated doubles in IEEE (either byte order) or S/390 hexadecimal float.
 
-Everything works on a (rows, width) uint8 matrix of one variable's bytes and is
-vectorised with numpy. A stored value of ``width`` bytes is the high-order
+Decoding reads one variable's bytes straight out of a (rows, row length) uint8 matrix of
+observations with a compiled kernel; encoding is vectorised with numpy. A stored value of ``width`` bytes is the high-order
 ``width`` bytes of an 8-byte double (formats.md section 3).
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 
+from ..compiled import kernel
 from ..mq.encoding import FloatFormat
 
 # SAS missing "." in IEEE: sign and exponent all ones, tag byte 0xFE (ReadStat's rule).
@@ -17,33 +18,63 @@ IEEE_MISSING_DOT = np.uint64(0xFFFFFE0000000000)
 # S/390 (and SAS XPORT): the tag character in the first byte, zero fraction. "." = 0x2E.
 S390_MISSING_DOT = np.uint64(0x2E00000000000000)
 _FRACTION_MASK = np.uint64(0x00FFFFFFFFFFFFFF)
+_EXPONENT_BITS = np.uint64(0x7FF0000000000000)
+_MANTISSA_BITS = np.uint64(0x000FFFFFFFFFFFFF)
 
 
-def _widen(matrix: np.ndarray, big_endian: bool) -> np.ndarray:
-    """(rows, width) stored bytes -> (rows, 8) bytes of a full double, low-order bytes zero."""
-    rows, width = matrix.shape
-    if width == 8:
-        return np.ascontiguousarray(matrix)
-    full = np.zeros((rows, 8), dtype=np.uint8)
-    if big_endian:
-        full[:, :width] = matrix
-    else:
-        full[:, 8 - width:] = matrix
-    return full
+@kernel
+def _gather_fields(flat, stride, count, offsets, widths, little_endian, bits, nan):
+    """For each of ``count`` rows of ``stride`` bytes in ``flat`` and each field j (``widths[j]``
+    bytes at ``offsets[j]``): the full 8-byte pattern in bits[j, row] (the stored high-order
+    bytes, low-order bytes zero) and whether it is an IEEE NaN. Row by row, so that each row is
+    read from memory once whatever the number of fields. Bounds: the caller passes
+    offsets[j] + widths[j] <= stride, widths[j] <= 8, count * stride <= len(flat) and
+    (len(offsets), count) outputs. Unsigned indexes spare numba's negative-index handling."""
+    eight = np.uint64(8)
+    for i in range(np.uint64(count)):
+        row = i * np.uint64(stride)
+        for j in range(np.uint64(offsets.shape[0])):
+            at = row + np.uint64(offsets[j])
+            width = np.uint64(widths[j])
+            value = np.uint64(0)
+            if little_endian:
+                shift = eight * (eight - width)
+                for k in range(width):
+                    value |= np.uint64(flat[at + k]) << shift
+                    shift += eight
+            else:
+                shift = np.uint64(56)
+                for k in range(width):
+                    value |= np.uint64(flat[at + k]) << shift
+                    shift -= eight
+            bits[j, i] = value
+            nan[j, i] = (value & _EXPONENT_BITS) == _EXPONENT_BITS and (value & _MANTISSA_BITS) != 0
 
 
-def decode_numbers(matrix: np.ndarray, fmt: FloatFormat) -> Tuple[np.ndarray, np.ndarray]:
-    """(values as native float64, missing mask) from a (rows, width) uint8 matrix."""
-    if fmt is FloatFormat.IEEE_LITTLE:
-        values = _widen(matrix, False).view("<f8").reshape(-1)
-        if values.dtype != np.float64:  # a big-endian machine
-            values = values.astype(np.float64)
-        return values, np.isnan(values)
-    bits = _widen(matrix, True).view(">u8").reshape(-1).astype(np.uint64)
-    if fmt is FloatFormat.IEEE_BIG:
-        values = bits.view(np.float64)
-        return values, np.isnan(values)
-    return _decode_s390(bits)
+def decode_number_fields(rows: np.ndarray, fmt: FloatFormat, offsets: Sequence[int],
+                         widths: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
+    """(values as native float64, missing mask), each (fields, rows), of the numeric fields at
+    ``offsets`` (``widths`` bytes each) of a (rows, row length) uint8 matrix."""
+    rows = np.ascontiguousarray(rows, dtype=np.uint8)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    widths = np.asarray(widths, dtype=np.int64)
+    if len(offsets) != len(widths) or ((offsets < 0) | (widths < 1) | (widths > 8)
+                                       | (offsets + widths > rows.shape[1])).any():
+        raise ValueError(f"numeric fields {list(zip(offsets.tolist(), widths.tolist()))} (offset, width) lie outside "
+                         f"rows of {rows.shape[1]} bytes or are not 1 to 8 bytes long")
+    bits = np.empty((len(offsets), rows.shape[0]), dtype=np.uint64)
+    nan = np.empty((len(offsets), rows.shape[0]), dtype=np.bool_)
+    _gather_fields(rows.reshape(-1), rows.shape[1], rows.shape[0], offsets, widths,
+                   fmt is FloatFormat.IEEE_LITTLE, bits, nan)
+    if fmt is FloatFormat.S390:
+        return _decode_s390(bits)
+    return bits.view(np.float64), nan
+
+
+def decode_numbers(rows: np.ndarray, fmt: FloatFormat) -> Tuple[np.ndarray, np.ndarray]:
+    """(values, missing mask) of a (rows, width) matrix holding one numeric variable."""
+    values, missing = decode_number_fields(rows, fmt, [0], [rows.shape[1]])
+    return values[0], missing[0]
 
 
 def _decode_s390(bits: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,275 @@
+"""Payloads of many planned dump messages at once, decoded by a compiled kernel.
+
+A partition knows from planning where each of its messages lies in the dump file
+(``MessageSpan``) and what its payload must be (length and CRC-32). It does not need the
+descriptor lines again, only the bytes of the ``X`` lines. ``read_dump_spans`` reads the
+file in large contiguous pieces and decodes the hex of every span in one kernel call per
+piece, writing the payloads end to end into one buffer, so that no Python runs per line or
+per message byte.
+
+Each span's first ``heads[i]`` payload bytes (MQ headers, a record type) go to a separate
+buffer, so that the main buffer holds only the data the caller wants, end to end.
+
+The kernel takes only what ``dmpmqmsg`` writes: ``A``/``N``/``*``/empty lines, then ``X``
+lines of hex digits (LF or CRLF). A span holding anything else (``S``/``T`` lines, an ASCII
+column, bad digits, a second message) is handed to ``dmpmqmsg.parse_dump``, which decodes it
+or raises the precise ``DumpSyntaxError``: both paths give the same bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from ..compiled import kernel
+from ..errors import CmiFormatError, Location
+from ..messages import MessageSpan
+from .dmpmqmsg import parse_dump
+
+_NL, _CR, _SPACE, _X, _A, _N, _STAR = (ord(c) for c in "\n\r XAN*")
+_BAD_PAIR = 0x100
+
+
+def _pair_values() -> np.ndarray:
+    """Byte value of each two-character hex pair, indexed by first | second << 8; 0x100 if not hex."""
+    digit = np.full(256, _BAD_PAIR, dtype=np.uint16)
+    for value, char in enumerate(b"0123456789ABCDEF"):
+        digit[char] = value
+    for value, char in enumerate(b"abcdef", start=10):
+        digit[char] = value
+    first, second = digit[np.arange(65536) & 0xFF], digit[np.arange(65536) >> 8]
+    return np.where((first | second) & _BAD_PAIR, _BAD_PAIR, (first << 4) | second).astype(np.uint16)
+
+
+PAIR_VALUES = _pair_values()
+
+
+@kernel
+def _decode_hex(text, start, stop, out, at, pairs):
+    """Decode text[start:stop) (an even count of characters) to out[at:]; returns 0x100 when a
+    character is not hex. Unsigned indexes: numba then skips its negative-index handling,
+    which otherwise costs more than the decoding."""
+    bad = np.uint16(0)
+    first = np.uint64(start)
+    to = np.uint64(at)
+    for i in range(np.uint64((stop - start) >> 1)):
+        j = first + np.uint64(2) * i
+        v = pairs[np.uint64(text[j]) | (np.uint64(text[j + np.uint64(1)]) << np.uint64(8))]
+        bad |= v
+        out[to + i] = np.uint8(v & 0xFF)
+    return bad & _BAD_PAIR
+
+
+@kernel
+def _line_end(text, p, e):
+    while p < e and text[p] != _NL:
+        p += 1
+    return p
+
+
+@kernel
+def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, lengths, pairs):
+    """Decode spans ``first``.. of ``text``; returns (failed span or len(starts), w, hw).
+
+    Bounds: every text index is checked against the span end, which the caller checked
+    against len(text). A span writes at most (end - start) // 2 bytes, which the caller
+    reserved in ``out`` past ``w``, and exactly heads[s] slots of ``head_out``.
+    On failure, w and hw are where the failed span began."""
+    width = 0  # digits of the previous full line: most lines are as wide, so guess first
+    for s in range(first, starts.shape[0]):
+        p, e, h = starts[s], ends[s], heads[s]
+        span_w, span_hw = w, hw
+        moved = h == 0
+        data_seen = False
+        failed = False
+        while p < e:
+            c = text[p]
+            if c == _X:
+                if p + 1 >= e or text[p + 1] != _SPACE:
+                    failed = True
+                    break
+                q = p + 2
+                stop = q + width
+                if stop < e and text[stop] == _NL and _decode_hex(text, q, stop, out, w, pairs) == 0:
+                    p = stop + 1
+                else:
+                    stop = _line_end(text, q, e)
+                    digits_end = stop - 1 if stop > q and text[stop - 1] == _CR else stop
+                    if (digits_end - q) & 1 or _decode_hex(text, q, digits_end, out, w, pairs) != 0:
+                        failed = True
+                        break
+                    stop = digits_end
+                    width = stop - q
+                    p = _line_end(text, stop, e) + 1
+                w += (stop - q) >> 1
+                data_seen = True
+                if not moved and w - span_w >= h:
+                    for i in range(h):
+                        head_out[hw + i] = out[span_w + i]
+                    for i in range(w - span_w - h):
+                        out[span_w + i] = out[span_w + h + i]
+                    w -= h
+                    moved = True
+            elif c == _NL:
+                p += 1
+            elif c == _CR and p + 1 < e and text[p + 1] == _NL:
+                p += 2
+            elif c == _STAR or ((c == _A or c == _N) and not data_seen):
+                p = _line_end(text, p, e) + 1
+            else:
+                failed = True
+                break
+        if failed or not data_seen:
+            return s, span_w, span_hw
+        lengths[s] = w - span_w + (h if moved else 0)
+        if not moved:  # a payload shorter than its head: all of it is head
+            for i in range(w - span_w):
+                head_out[hw + i] = out[span_w + i]
+            w = span_w
+        hw += h
+    return starts.shape[0], w, hw
+
+
+@dataclass
+class SpanPayloads:
+    """Payloads of consecutive spans: span i's first heads[i] bytes (or all of it, when shorter)
+    are ``head[head_starts[i]:...]``, the rest is ``data[data_starts[i]:data_starts[i + 1]]``.
+
+    ``buffer[:room]`` in front of ``data`` is free: a reader of rows may put the start of a
+    row there that began in the previous piece."""
+
+    spans: List[MessageSpan]
+    lengths: np.ndarray  # whole payload length of each span
+    heads: np.ndarray
+    head: np.ndarray
+    head_starts: np.ndarray
+    buffer: np.ndarray
+    room: int
+    data_starts: np.ndarray  # len(spans) + 1 offsets into data
+
+    @property
+    def data(self) -> np.ndarray:
+        return self.buffer[self.room:self.room + int(self.data_starts[-1])]
+
+    def head_of(self, i: int) -> memoryview:
+        start = int(self.head_starts[i])
+        return memoryview(self.head)[start:start + min(int(self.heads[i]), int(self.lengths[i]))]
+
+    def data_of(self, i: int) -> memoryview:
+        return memoryview(self.data)[int(self.data_starts[i]):int(self.data_starts[i + 1])]
+
+
+PIECE_BYTES = 8 << 20  # file text read and decoded per kernel call
+MAX_GAP_BYTES = 64 << 10  # unwanted bytes between two spans that one read may still cover
+
+
+def _pieces(spans: Sequence[MessageSpan], piece_bytes: int) -> Iterator[range]:
+    """Runs of consecutive spans of one file, close enough together to be read at once."""
+    first = 0
+    for i in range(1, len(spans) + 1):
+        if i == len(spans):
+            yield range(first, i)
+            return
+        prev, span = spans[i - 1], spans[i]
+        if (span[0] != prev[0] or not 0 <= span[2] - prev[3] <= MAX_GAP_BYTES
+                or span[3] - spans[first][2] > piece_bytes):
+            yield range(first, i)
+            first = i
+
+
+def _fallback(text: memoryview, span: MessageSpan, at: int) -> bytes:
+    """The payload of one span by the line-by-line parser, which raises the precise error."""
+    source, index, start, end = span
+    found = list(parse_dump(bytes(text[at:at + end - start]), source, start, index))
+    if len(found) != 1:
+        raise CmiFormatError(f"expected one message between byte offsets {start} and {end}, "
+                             f"found {len(found)}: the file changed since it was planned",
+                             Location(source, index, start))
+    return found[0].payload
+
+
+def read_dump_spans(spans: Sequence[MessageSpan], heads: Sequence[int], room: int = 0,
+                    piece_bytes: int = PIECE_BYTES) -> Iterator[SpanPayloads]:
+    """Payloads of dump messages at ``spans`` (in the order given), a piece of the file at a time.
+    A piece's buffers are reused for the next one: use it before asking for the next.
+
+    Memory is bounded by ``piece_bytes`` of text plus its payloads (and one span, when a
+    single message is larger), whatever the number of spans."""
+    heads_all = np.asarray(heads, dtype=np.int64)
+    if len(heads_all) != len(spans) or (heads_all < 0).any():
+        raise ValueError("one non-negative head length per span")
+    handle, handle_path = None, None
+    # Both buffers are reused from piece to piece: fresh memory costs a page fault per 4 KiB.
+    text, scratch = bytearray(), None
+    try:
+        for piece in _pieces(spans, piece_bytes):
+            chosen = [spans[i] for i in piece]
+            source = chosen[0][0]
+            if source != handle_path:
+                if handle is not None:
+                    handle.close()
+                handle, handle_path = open(source, "rb", buffering=0), source
+            base, size = chosen[0][2], chosen[-1][3] - chosen[0][2]
+            if len(text) < size:
+                text = bytearray(size)
+            handle.seek(base)
+            view = memoryview(text)[:size]
+            got = 0
+            while got < size:
+                n = handle.readinto(view[got:])
+                if not n:
+                    raise CmiFormatError(f"the file ends at byte {base + got}, before the planned message "
+                                         f"ending at {chosen[-1][3]}: it changed since it was planned",
+                                         Location(source, chosen[-1][1], chosen[-1][2]))
+                got += n
+            payloads = _decode_piece(view, chosen, heads_all[piece.start:piece.stop], base, room, scratch)
+            scratch = payloads.buffer
+            yield payloads
+    finally:
+        if handle is not None:
+            handle.close()
+
+
+def _decode_piece(text: memoryview, spans: List[MessageSpan], heads: np.ndarray, base: int, room: int,
+                  scratch: Optional[np.ndarray] = None) -> SpanPayloads:
+    starts = np.array([s[2] - base for s in spans], dtype=np.int64)
+    ends = np.array([s[3] - base for s in spans], dtype=np.int64)
+    if (starts < 0).any() or (ends < starts).any() or (ends > len(text)).any():
+        raise ValueError("spans must lie inside the text, in order")
+    capacity = (ends - starts) // 2  # hex: every payload byte takes two characters
+    reserve = np.concatenate([np.cumsum(capacity[::-1])[::-1], [0]])  # what spans s.. may still write
+    view = np.frombuffer(text, dtype=np.uint8)
+    buffer = scratch if scratch is not None and len(scratch) >= room + reserve[0] else \
+        np.empty(room + int(reserve[0]), dtype=np.uint8)
+    head = np.empty(int(heads.sum()), dtype=np.uint8)
+    lengths = np.zeros(len(spans), dtype=np.int64)
+    data_ends = np.zeros(len(spans), dtype=np.int64)
+    s, w, hw = 0, room, 0
+    while s < len(spans):
+        done, w, hw = _decode_spans(view, starts, ends, heads, s, buffer, w, head, hw, lengths, PAIR_VALUES)
+        if done > s:
+            data_ends[s:done] = _running_data_ends(lengths[s:done], heads[s:done], w)
+        if done == len(spans):
+            break
+        payload = _fallback(text, spans[done], int(starts[done]))
+        h = int(heads[done])
+        head[hw:hw + min(h, len(payload))] = np.frombuffer(payload[:h], dtype=np.uint8)
+        rest = np.frombuffer(payload, dtype=np.uint8)[h:]
+        if len(buffer) < w + len(rest) + reserve[done + 1]:  # S and T lines hold a byte per character
+            buffer = np.concatenate([buffer[:w], np.empty(len(rest) + int(reserve[done + 1]), dtype=np.uint8)])
+        buffer[w:w + len(rest)] = rest
+        w += len(rest)
+        hw += h
+        lengths[done] = len(payload)
+        data_ends[done] = w
+        s = done + 1
+    head_starts = np.concatenate([[0], np.cumsum(heads)[:-1]]).astype(np.int64)
+    data_starts = np.concatenate([[0], data_ends - room]).astype(np.int64)
+    return SpanPayloads(list(spans), lengths, heads, head, head_starts, buffer, room, data_starts)
+
+
+def _running_data_ends(lengths: np.ndarray, heads: np.ndarray, end: int) -> np.ndarray:
+    """Buffer offsets where each of a run of kernel-decoded spans' data ends, the last at ``end``."""
+    sizes = np.maximum(lengths - heads, 0)
+    return end - np.concatenate([np.cumsum(sizes[::-1])[::-1][1:], [0]])

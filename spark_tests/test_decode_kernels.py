@@ -1,0 +1,215 @@
+"""The compiled decode kernels against the plain implementations they replace, on real bytes.
+
+* ``read_dump_spans`` (hex of many planned messages per kernel call) must give exactly the
+  payloads of ``parse_dump`` (line by line), for every line kind, width, line end, head
+  length and piece size, and the same typed errors.
+* ``decode_number_fields`` / ``string_fields`` (row-by-row field kernels) must give what
+  ``struct`` and ``bytes.decode`` give per value.
+"""
+from __future__ import annotations
+
+import random
+import re
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cmi_datasource.arrow.strings import string_fields
+from cmi_datasource.capture.dmpmqmsg import format_message, parse_dump
+from cmi_datasource.capture.dump_spans import read_dump_spans
+from cmi_datasource.charsets import code_page
+from cmi_datasource.errors import CmiFormatError, DumpSyntaxError
+from cmi_datasource.mq.encoding import FloatFormat
+from cmi_datasource.mq.mqmd import Descriptor
+from cmi_datasource.payload.sas_numbers import decode_number_fields
+from test_dmpmqmsg import HEADER, _random_dump
+
+
+def _spans_of(path, data):
+    return [(path, m.index, m.file_offset, m.file_end) for m in parse_dump(data, path)]
+
+
+def _payloads(spans, heads, **kw):
+    """Each span's whole payload put back together from its head and data parts."""
+    out = []
+    for piece in read_dump_spans(spans, heads, **kw):
+        for i in range(len(piece.spans)):
+            whole = bytes(piece.head_of(i)) + bytes(piece.data_of(i))
+            assert len(whole) == piece.lengths[i]
+            out.append(whole)
+    return out
+
+
+def test_random_dumps_give_the_line_parsers_payloads(tmp_path):
+    # X lines of any width (hex case, ASCII columns), S and T lines, comments, CRLF, N messages:
+    # whatever the kernel does not take itself goes through the line parser, with equal results.
+    rng = random.Random(7)
+    for case in range(150):
+        data, _ = _random_dump(rng)
+        if rng.random() < 0.3:  # lower-case hex digits
+            data = re.sub(rb"(?m)^X ([0-9A-F]+)", lambda m: b"X " + m.group(1).lower(), data)
+        path = tmp_path / f"case{case}.dmp"
+        path.write_bytes(data)
+        messages = list(parse_dump(data, str(path)))
+        spans = _spans_of(str(path), data)
+        heads = [rng.choice([0, 0, 1, 4, 30, 500]) for _ in spans]
+        got = _payloads(spans, heads, room=rng.choice([0, 3, 131]), piece_bytes=rng.choice([1, 200, 1 << 20]))
+        assert got == [m.payload for m in messages], case
+
+
+def test_data_parts_are_end_to_end_and_room_is_in_front(tmp_path):
+    payloads = [bytes(range(256)) * 3, b"", b"\x00\x01", bytes(range(100, 200)) * 40]
+    data = HEADER + b"".join(format_message(Descriptor(msg_type=8), p, i + 1) for i, p in enumerate(payloads))
+    path = tmp_path / "q.dmp"
+    path.write_bytes(data)
+    [piece] = read_dump_spans(_spans_of(str(path), data), [4] * len(payloads), room=50)
+    assert piece.room == 50 and len(piece.buffer) >= 50 + len(piece.data)
+    assert bytes(piece.data) == b"".join(p[4:] for p in payloads)
+    assert [bytes(piece.head_of(i)) for i in range(4)] == [p[:4] for p in payloads]
+    assert list(piece.lengths) == [len(p) for p in payloads]
+
+
+def test_spans_far_apart_or_in_other_files_are_read_separately(tmp_path):
+    messages = [(Descriptor(msg_type=8), bytes([i]) * (1000 + i)) for i in range(6)]
+    texts = [HEADER + b"".join(format_message(d, p, i) for i, (d, p) in enumerate(messages[k::2])) for k in (0, 1)]
+    paths = []
+    for k, text in enumerate(texts):
+        paths.append(str(tmp_path / f"f{k}.dmp"))
+        (tmp_path / f"f{k}.dmp").write_bytes(text)
+    spans = [s for pair in zip(_spans_of(paths[0], texts[0]), _spans_of(paths[1], texts[1])) for s in pair]
+    # Alternating files, backwards: no two spans share a read. (A piece's buffers are reused by
+    # the next piece, so each is copied out before the next is asked for.)
+    pieces = [(len(p.spans), bytes(p.data)) for p in read_dump_spans(spans[::-1], [0] * 6)]
+    assert pieces == [(1, p) for _, p in messages][::-1]
+
+
+@pytest.mark.parametrize("replacement, message", [
+    (b"X 41G2", "not an even run of hex digits"),
+    (b"X 414", "not an even run of hex digits"),  # an odd number of digits
+    (b"Q 4142", "not a comment, attribute or data line"),
+])
+def test_bad_lines_raise_the_line_parsers_error_with_the_offset(tmp_path, replacement, message):
+    good = HEADER + format_message(Descriptor(msg_type=8), b"\x00" * 30, 1) \
+        + format_message(Descriptor(msg_type=8), b"AB" * 20, 2)
+    spans = _spans_of("q.dmp", good)
+    bad = good.replace(b"X 4142", replacement, 1)
+    path = tmp_path / "q.dmp"
+    path.write_bytes(bad)
+    spans = [(str(path), i, start, end + len(bad) - len(good) if i == 1 else end) for _, i, start, end in spans]
+    with pytest.raises(DumpSyntaxError, match=message) as raised:
+        _payloads(spans, [0, 0])
+    assert raised.value.location.source == str(path)
+    assert raised.value.location.message_index == 1
+    assert raised.value.location.file_offset == bad.index(replacement)
+
+
+def test_a_span_holding_two_messages_or_a_short_file_is_an_error(tmp_path):
+    data = HEADER + format_message(Descriptor(msg_type=8), b"one", 1) + format_message(Descriptor(msg_type=8), b"two", 2)
+    path = tmp_path / "q.dmp"
+    path.write_bytes(data)
+    first, second = _spans_of(str(path), data)
+    with pytest.raises(CmiFormatError, match="expected one message"):
+        _payloads([(str(path), 0, first[2], second[3])], [0])
+    with pytest.raises(CmiFormatError, match="file ends at byte"):
+        _payloads([(str(path), 1, second[2], second[3] + 100)], [0])
+
+
+def test_head_longer_than_the_payload_holds_all_of_it(tmp_path):
+    data = HEADER + format_message(Descriptor(msg_type=8), b"xyz", 1)
+    path = tmp_path / "q.dmp"
+    path.write_bytes(data)
+    [piece] = read_dump_spans(_spans_of(str(path), data), [10])
+    assert bytes(piece.head_of(0)) == b"xyz" and bytes(piece.data_of(0)) == b"" and piece.lengths[0] == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Field kernels
+
+
+FORMATS = {FloatFormat.IEEE_BIG: ">d", FloatFormat.IEEE_LITTLE: "<d"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, width=64), min_size=1, max_size=40),
+       st.sampled_from([FloatFormat.IEEE_BIG, FloatFormat.IEEE_LITTLE]),
+       st.lists(st.integers(3, 8), min_size=1, max_size=4), st.integers(0, 5))
+def test_number_fields_match_struct(values, fmt, widths, gap):
+    # Rows of several numeric fields of different widths, with junk bytes between them.
+    code = FORMATS[fmt]
+    offsets, at = [], gap
+    for w in widths:
+        offsets.append(at)
+        at += w + gap
+    rows = np.full((len(values), at), 0xAB, dtype=np.uint8)
+    expected = []
+    for f, (offset, width) in enumerate(zip(offsets, widths)):
+        column = []
+        for r, v in enumerate(values[f:] + values[:f]):
+            full = struct.pack(code, v)
+            stored = full[:width] if fmt is FloatFormat.IEEE_BIG else full[8 - width:]
+            rows[r, offset:offset + width] = list(stored)
+            kept = stored + bytes(8 - width) if fmt is FloatFormat.IEEE_BIG else bytes(8 - width) + stored
+            column.append(struct.unpack(code, kept)[0])
+        expected.append(column)
+    got, missing = decode_number_fields(rows, fmt, offsets, widths)
+    assert got.shape == (len(widths), len(values)) and not missing.any()
+    for f in range(len(widths)):
+        assert [struct.pack("<d", v) for v in got[f]] == [struct.pack("<d", v) for v in expected[f]]
+
+
+def test_number_fields_flag_nan_patterns_as_missing():
+    missing_dot = bytes.fromhex("FFFFFE0000000000")
+    rows = np.frombuffer(missing_dot + struct.pack(">d", 1.5) + bytes.fromhex("7FF8000000000000")
+                         + struct.pack(">d", float("inf")), dtype=np.uint8).reshape(4, 8)
+    values, missing = decode_number_fields(rows, FloatFormat.IEEE_BIG, [0], [8])
+    assert missing[0].tolist() == [True, False, True, False]
+    assert values[0][1] == 1.5 and values[0][3] == float("inf")
+
+
+def test_number_fields_outside_the_rows_are_refused():
+    rows = np.zeros((2, 10), dtype=np.uint8)
+    for offsets, widths in (([4], [8]), ([-1], [4]), ([0], [9]), ([0], [0])):
+        with pytest.raises(ValueError, match="lie outside"):
+            decode_number_fields(rows, FloatFormat.IEEE_BIG, offsets, widths)
+    with pytest.raises(ValueError, match="lie outside"):
+        string_fields(rows, code_page(1208), [8], [3])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="ab Zé€\x00ß", max_size=6), min_size=1, max_size=30),
+       st.sampled_from([1208, 819, 37, 1252]), st.integers(0, 3))
+def test_string_fields_match_per_value_decoding(texts, ccsid, gap):
+    cp = code_page(ccsid)
+    encoded, backwards = [], []
+    for t in texts:
+        try:
+            cp.encode(t)
+        except UnicodeEncodeError:
+            t = "?"
+        encoded.append(cp.encode(t))
+        backwards.append(cp.encode(t[::-1]))
+    width = max(1, max(len(e) for e in encoded))
+    # Two fields per row: the value, then the value backwards, each blank padded.
+    rows = np.full((len(texts), gap + 2 * width + gap), 0x11, dtype=np.uint8)
+    for r, (e, b) in enumerate(zip(encoded, backwards)):
+        rows[r, gap:gap + width] = list(e.ljust(width, bytes([cp.space])))
+        rows[r, gap + width:gap + 2 * width] = list(b.ljust(width, bytes([cp.space])))
+
+    def trimmed(raw):
+        while raw and raw[-1] in (cp.space, 0):
+            raw = raw[:-1]
+        return cp.decode(raw) or None
+
+    first, second = string_fields(rows, cp, [gap, gap + width], [width, width])
+    assert first.to_pylist() == [trimmed(e.ljust(width, bytes([cp.space]))) for e in encoded]
+    assert second.to_pylist() == [trimmed(b.ljust(width, bytes([cp.space]))) for b in backwards]
+
+
+def test_invalid_utf8_names_the_field_and_row():
+    rows = np.frombuffer(b"ok  ok  " + b"ok  \xc3(  ", dtype=np.uint8).reshape(2, 8)
+    with pytest.raises(UnicodeDecodeError) as raised:
+        string_fields(rows, code_page(1208), [0, 4], [4, 4])
+    assert raised.value.field == 1 and raised.value.start == 1
