@@ -213,3 +213,32 @@ def test_invalid_utf8_names_the_field_and_row():
     with pytest.raises(UnicodeDecodeError) as raised:
         string_fields(rows, code_page(1208), [0, 4], [4, 4])
     assert raised.value.field == 1 and raised.value.start == 1
+
+
+_UTF8_EDGES = [b"a", b" ", b"\x00", b"\xc2\x80", b"\xdf\xbf", b"\xc0\x80", b"\xc1\xbf", b"\xe0\xa0\x80", b"\xe0\x9f\xbf",
+               b"\xed\x9f\xbf", b"\xed\xa0\x80", b"\xef\xbf\xbf", b"\xf0\x90\x80\x80", b"\xf0\x8f\xbf\xbf",
+               b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\x80", b"\xbf", b"\xe2\x82",
+               b"\xe2\x82\xac", b"\xf0\x9f\x98", b"\xff", b"\xfe"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=6), st.lists(st.sampled_from(_UTF8_EDGES), max_size=4).map(b"".join)),
+                min_size=1, max_size=12))
+def test_utf8_check_agrees_with_pythons_strict_decoder(values):
+    width = max(1, max(len(v) for v in values))
+    rows = np.full((len(values), width), 0x20, dtype=np.uint8)
+    for r, v in enumerate(values):
+        rows[r, :len(v)] = list(v)
+    expected = []
+    for v in values:
+        v = v.rstrip(b" \x00")
+        try:
+            expected.append(v.decode("utf-8") or None)
+        except UnicodeDecodeError:
+            expected.append(UnicodeDecodeError)
+    if UnicodeDecodeError in expected:
+        with pytest.raises(UnicodeDecodeError) as raised:
+            string_fields(rows, code_page(1208), [0], [width])
+        assert raised.value.start == expected.index(UnicodeDecodeError)
+    else:
+        assert string_fields(rows, code_page(1208), [0], [width])[0].to_pylist() == expected
