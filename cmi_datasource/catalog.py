@@ -279,14 +279,14 @@ class Capture:
         """Dataset definitions of a complete dataset attachment (cached); raises on bad layouts."""
         return self._layout_and_stream(att)[0]
 
-    def observation_bytes_in_files(self, att: Attachment) -> int:
-        """File bytes of an attachment's observation messages: what its partitions read."""
-        _, stream = self._layout_and_stream(att)
-        return sum(end - start for m in (stream.messages if stream else []) for _, _, start, end in m.spans)
-
     def dataset_slices(self, att: Attachment, target_bytes: int) -> List[DatasetSlice]:
-        """The attachment's observations cut into slices of about ``target_bytes`` of file,
-        at observation boundaries (records may straddle messages). Decodes no observation."""
+        """The attachment's observations cut into equal slices of at most about ``target_bytes`` of
+        observation stream, at observation boundaries (records may straddle messages; a message
+        holding a boundary is read by both slices). Decodes no observation.
+
+        Sizes count the decoded observation bytes, not the capture file's: a hex dump holds more
+        than twice as many bytes as the binary capture of the same rows, and the work and memory
+        of a partition follow the rows it produces."""
         layout, stream = self._layout_and_stream(att)
         obslen, nobs = layout.definition.obs_length, layout.observations
 
@@ -301,15 +301,8 @@ class Capture:
 
         if stream is None or not obslen or not nobs:
             return [make(0, 0)]
-        cuts, acc = [0], 0
-        for m, start in zip(stream.messages, stream.starts):
-            acc += sum(end - begin for _, _, begin, end in m.spans)
-            if acc >= target_bytes:
-                row = (start + m.length - stream.skip) // obslen
-                if cuts[-1] < row < nobs:
-                    cuts.append(row)
-                    acc = 0
-        cuts.append(nobs)
+        count = min(nobs, max(1, -(-nobs * obslen // max(target_bytes, 1))))
+        cuts = [nobs * i // count for i in range(count + 1)]
         return [make(a, b) for a, b in zip(cuts, cuts[1:])]
 
     # -- selection --------------------------------------------------------------------------

@@ -61,8 +61,12 @@ def test_partition_target_follows_spark_file_sources():
 
 
 def test_spark_splits_one_attachment(spark, big_dump):
+    # maxPartitionBytes counts observation bytes (the decoded rows), not the dump's hex text.
+    cap = Capture.open(big_dump)
+    observation_bytes = cap.layout(cap.attachments[0]).observation_bytes
+    assert observation_bytes > 400_000
     df = spark.read.format("cmi").option("maxPartitionBytes", "100000").load(big_dump)
-    assert df.rdd.getNumPartitions() > 5
+    assert df.rdd.getNumPartitions() == -(-observation_bytes // 100_000)
     assert sorted(r["ID"] for r in df.collect()) == [float(i) for i in range(N)]
     four = spark.read.format("cmi").option("minPartitions", "4").load(big_dump)
     assert four.rdd.getNumPartitions() == 4
@@ -80,7 +84,7 @@ def test_planning_decodes_no_observation(spark, tmp_path, big_dump):
     lines[x] = b"X " + b"FF" * ((len(lines[x]) - 2) // 2)
     path = tmp_path / "corrupt.dmp"
     path.write_bytes(b"\n\n".join(records[:victim] + [b"\n".join(lines)] + records[victim + 1:]))
-    df = spark.read.format("cmi").option("maxPartitionBytes", "100000").load(str(path))
+    df = spark.read.format("cmi").option("maxPartitionBytes", "50000").load(str(path))
     assert df.columns == ["ID", "CODE", "X"] and df.rdd.getNumPartitions() > 5
     with pytest.raises(Exception, match=r"CODE, observation \d+: .* is not valid UTF-8") as e:
         df.collect()

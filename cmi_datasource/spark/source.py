@@ -132,7 +132,7 @@ class CmiReader(DataSourceReader):
         capture = open_capture(o)
         if o.view == "dataset":
             chosen = capture.select_datasets(o.dataset, o.attachment)
-            total = sum(capture.observation_bytes_in_files(a) for a in chosen)
+            total = sum(capture.layout(a).observation_bytes for a in chosen)
             target = partition_target(total, o.max_partition_bytes, o.min_partitions)
             return [CmiPartition("dataset", part) for a in chosen for part in capture.dataset_slices(a, target)]
         if o.view == "files":
