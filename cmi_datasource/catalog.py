@@ -7,7 +7,6 @@ from the ``AttachmentPlan`` objects made here.
 from __future__ import annotations
 
 import bisect
-import zlib
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -22,7 +21,7 @@ from .cmi.assembly import ROLE_OTHER, Assembly, Attachment, assemble, message_co
 from .cmi.header import ATTACHMENT_DATASET
 from .cmi.wire import WireFormat
 from .errors import AttachmentError, CmiFormatError, CmiOptionError, Location
-from .messages import MessageSpan, PhysicalMessage
+from .messages import MessageSpan, PhysicalMessage, crc32
 from .mq.envelope import unwrap
 from .mq.segments import IncompleteSegments, is_segment, join_segments
 from .payload.external_file import read_external_file
@@ -150,7 +149,7 @@ class _DumpObservations:
                 strip = part.header_bytes[number]
                 head = piece.head_of(i)[strip:]
                 data = piece.data_of(i)
-                if (int(piece.lengths[i]) - strip, zlib.crc32(data, zlib.crc32(head))) != part.checks[number]:
+                if (int(piece.lengths[i]) - strip, crc32(data, crc32(head))) != part.checks[number]:
                     raise CmiFormatError("the message differs from the one planned: the file changed since "
                                          "it was planned", Location(span[0], span[1], span[2]))
                 self.starts.append(at + int(piece.data_starts[i]))

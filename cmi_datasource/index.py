@@ -19,12 +19,11 @@ import hashlib
 import os
 import pickle
 import tempfile
-import zlib
 from collections import OrderedDict
 from typing import List
 
 from .capture.readers import read_capture
-from .messages import PhysicalMessage, partial
+from .messages import PhysicalMessage, crc32, partial
 from .mq.envelope import unwrap
 from .mq.mqmd import MSGTYPE_CMI_HEADER
 from .mq.segments import is_segment
@@ -71,7 +70,7 @@ def file_key(path: str) -> tuple:
         head = f.read(FINGERPRINT_BYTES)
         f.seek(max(stat.st_size - FINGERPRINT_BYTES, 0))
         tail = f.read(FINGERPRINT_BYTES)
-    return (os.path.abspath(path), stat.st_size, stat.st_mtime_ns, zlib.crc32(tail, zlib.crc32(head)),
+    return (os.path.abspath(path), stat.st_size, stat.st_mtime_ns, crc32(tail, crc32(head)),
             INDEX_FORMAT)
 
 

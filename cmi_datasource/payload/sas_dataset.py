@@ -22,6 +22,7 @@ from ..charsets import CodePage
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, min_record_size, read_record
 from ..cmi.stream import MessageStream
 from ..cmi.wire import FieldReader, WireFormat
+from ..compiled import kernel
 from ..errors import (DatasetLayoutError, Location, TruncatedError, UnsupportedEncodingError,
                       ValueConversionError)
 from ..messages import PhysicalMessage
@@ -341,38 +342,51 @@ class ObservationDecoder:
         kind = variable.temporal_kind if self.temporal else None
         if kind is None:
             return pa.array(values, type=pa.float64(), mask=missing)
-        present = ~missing
-
-        def fail(bad: np.ndarray, what: str):
-            row = int(np.argmax(bad))
+        out = np.empty(len(values), dtype=np.int32 if kind == KIND_DATE else np.int64)
+        bad = _sas_to_arrow_time(values, missing, _TEMPORAL_CODES[kind], out)
+        if bad >= 0:
             raise ValueConversionError(
-                f"variable {variable.name} ({variable.format}), observation {first_row + row}: "
-                f"{values[row]!r} is {what}; read it as a number with option('temporalTypes', 'false')",
-                locate((first_row + row) * self.layout.definition.obs_length + variable.offset))
+                f"variable {variable.name} ({variable.format}), observation {first_row + bad}: "
+                f"{values[bad]!r} is {_TEMPORAL_RANGES[kind]}; read it as a number with "
+                f"option('temporalTypes', 'false')",
+                locate((first_row + bad) * self.layout.definition.obs_length + variable.offset))
+        return pa.array(out, type=arrow_type, mask=missing)
 
-        safe = np.where(present, values, 0.0)
-        if kind == KIND_DATE:
-            bad = present & ~((safe >= MIN_SAS_DAY) & (safe < MAX_SAS_DAY + 1))
-            if bad.any():
-                fail(bad, "outside the dates 0001-01-01 .. 9999-12-31")
-            days = (np.floor(safe).astype(np.int64) - EPOCH_SHIFT_DAYS).astype(np.int32)
-            return pa.array(days, type=pa.date32(), mask=missing)
-        if kind == KIND_DATETIME:
-            bad = present & ~((safe >= MIN_SAS_DAY * SECONDS_PER_DAY)
-                              & (safe < (MAX_SAS_DAY + 1) * SECONDS_PER_DAY))
-            if bad.any():
-                fail(bad, "outside the datetimes of years 1 .. 9999")
-            # Whole seconds and the fraction apart: safe * 1e6 would add a rounding error that
+
+_TEMPORAL_CODES = {KIND_DATE: 0, KIND_DATETIME: 1, KIND_TIME: 2}
+_TEMPORAL_RANGES = {KIND_DATE: "outside the dates 0001-01-01 .. 9999-12-31",
+                    KIND_DATETIME: "outside the datetimes of years 1 .. 9999",
+                    KIND_TIME: "not a time of day (0 to 86399.999 seconds)"}
+_LAST_NANOSECOND_OF_DAY = SECONDS_PER_DAY * 10 ** 9 - 1
+
+
+@kernel
+def _sas_to_arrow_time(values, missing, kind, out):
+    """SAS dates (days from 1960), datetimes (seconds from 1960) or times (seconds from midnight)
+    as Arrow's date32 days, timestamp microseconds or time64 nanoseconds from 1970 into ``out``;
+    returns the first present value outside Spark's range, or -1. Missing values get 0."""
+    for i in range(values.shape[0]):
+        if missing[i]:
+            out[i] = 0
+            continue
+        v = values[i]
+        if kind == 0:
+            if not (MIN_SAS_DAY <= v < MAX_SAS_DAY + 1):
+                return i
+            out[i] = np.int64(np.floor(v)) - EPOCH_SHIFT_DAYS
+        elif kind == 1:
+            if not (MIN_SAS_DAY * SECONDS_PER_DAY <= v < (MAX_SAS_DAY + 1) * SECONDS_PER_DAY):
+                return i
+            # Whole seconds and the fraction apart: v * 1e6 would add a rounding error that
             # shifts the microsecond of late datetimes.
-            whole = np.floor(safe)
-            micros = (whole.astype(np.int64) * 1_000_000 + np.rint((safe - whole) * 1e6).astype(np.int64)
+            whole = np.floor(v)
+            out[i] = (np.int64(whole) * 1_000_000 + np.int64(np.rint((v - whole) * 1e6))
                       - EPOCH_SHIFT_SECONDS * 1_000_000)
-            return pa.array(micros, type=pa.timestamp("us"), mask=missing)
-        bad = present & ~((safe >= 0) & (safe < SECONDS_PER_DAY))
-        if bad.any():
-            fail(bad, "not a time of day (0 to 86399.999 seconds)")
-        nanos = np.minimum(np.rint(safe * 1e9).astype(np.int64), SECONDS_PER_DAY * 10 ** 9 - 1)
-        return pa.array(nanos, type=pa.time64("ns"), mask=missing)
+        else:
+            if not (0 <= v < SECONDS_PER_DAY):
+                return i
+            out[i] = min(np.int64(np.rint(v * 1e9)), _LAST_NANOSECOND_OF_DAY)
+    return -1
 
 
 def observation_messages(stream: RecordStream, obs_length: int, first_row: int, last_row: int) -> Tuple[int, int]:
