@@ -279,9 +279,9 @@ class Capture:
         return self._layout_and_stream(att)[0]
 
     def dataset_slices(self, att: Attachment, target_bytes: int) -> List[DatasetSlice]:
-        """The attachment's observations cut into equal slices of at most about ``target_bytes`` of
-        observation stream, at observation boundaries (records may straddle messages; a message
-        holding a boundary is read by both slices). Decodes no observation.
+        """The attachment's observations cut into slices of about ``target_bytes`` of observation
+        stream, at the observation boundary nearest the end of a message (records may straddle
+        messages), so that no slice is smaller than a message. Decodes no observation.
 
         Sizes count the decoded observation bytes, not the capture file's: a hex dump holds more
         than twice as many bytes as the binary capture of the same rows, and the work and memory
@@ -300,8 +300,15 @@ class Capture:
 
         if stream is None or not obslen or not nobs:
             return [make(0, 0)]
-        count = min(nobs, max(1, -(-nobs * obslen // max(target_bytes, 1))))
-        cuts = [nobs * i // count for i in range(count + 1)]
+        cuts, held = [0], 0
+        for m, start in zip(stream.messages, stream.starts):
+            held += m.length - stream.skip
+            if held >= target_bytes:
+                row = (start + m.length - stream.skip) // obslen
+                if cuts[-1] < row < nobs:
+                    cuts.append(row)
+                    held = 0
+        cuts.append(nobs)
         return [make(a, b) for a, b in zip(cuts, cuts[1:])]
 
     # -- selection --------------------------------------------------------------------------
