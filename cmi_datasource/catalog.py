@@ -10,6 +10,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pyarrow as pa
 
 from .capture.paths import resolve_paths
@@ -21,7 +22,7 @@ from .cmi.assembly import ROLE_OTHER, Assembly, Attachment, assemble, message_co
 from .cmi.header import ATTACHMENT_DATASET
 from .cmi.wire import WireFormat
 from .errors import AttachmentError, CmiFormatError, CmiOptionError, Location
-from .messages import MessageSpan, PhysicalMessage, crc32
+from .messages import MessageSpan, PhysicalMessage
 from .mq.envelope import unwrap
 from .mq.segments import IncompleteSegments, is_segment, join_segments
 from .payload.external_file import read_external_file
@@ -142,19 +143,20 @@ class _DumpObservations:
     def __iter__(self) -> Iterator[ObservationChunk]:
         part = self.part
         room = part.layout.definition.obs_length
-        heads = [strip + RECORD_TYPE_SIZE for strip in part.header_bytes]
+        strips = np.asarray(part.header_bytes, dtype=np.int64)
         at, number = part.base, 0
-        for piece in read_dump_spans([ref[0] for ref in part.refs], heads, room):
-            for i, span in enumerate(piece.spans):
-                strip = part.header_bytes[number]
-                head = piece.head_of(i)[strip:]
-                data = piece.data_of(i)
-                if (int(piece.lengths[i]) - strip, crc32(data, crc32(head))) != part.checks[number]:
-                    raise CmiFormatError("the message differs from the one planned: the file changed since "
-                                         "it was planned", Location(span[0], span[1], span[2]))
-                self.starts.append(at + int(piece.data_starts[i]))
-                self.origins.append(span)
-                number += 1
+        for piece in read_dump_spans([ref[0] for ref in part.refs], strips + RECORD_TYPE_SIZE, room):
+            count = len(piece.spans)
+            lengths, crcs = piece.content_keys(strips[number:number + count])
+            planned = part.checks[number:number + count]
+            if list(zip(lengths, crcs)) != list(planned):
+                bad = next(i for i, key in enumerate(zip(lengths, crcs)) if key != planned[i])
+                source, index, offset, _ = piece.spans[bad]
+                raise CmiFormatError("the message differs from the one planned: the file changed since "
+                                     "it was planned", Location(source, index, offset))
+            self.starts.extend((at + piece.data_starts[:-1]).tolist())
+            self.origins.extend(piece.spans)
+            number += count
             yield ObservationChunk(at, piece.buffer, piece.room, piece.room + int(piece.data_starts[-1]))
             at += int(piece.data_starts[-1])
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -33,13 +34,16 @@ def _spans_of(path, data):
 
 
 def _payloads(spans, heads, **kw):
-    """Each span's whole payload put back together from its head and data parts."""
+    """Each span's whole payload put back together from its head and data parts; the content
+    keys of each piece (from a byte within the head) are checked against zlib's CRC-32."""
     out = []
     for piece in read_dump_spans(spans, heads, **kw):
-        for i in range(len(piece.spans)):
-            whole = bytes(piece.head_of(i)) + bytes(piece.data_of(i))
-            assert len(whole) == piece.lengths[i]
-            out.append(whole)
+        wholes = [bytes(piece.head_of(i)) + bytes(piece.data_of(i)) for i in range(len(piece.spans))]
+        assert [len(w) for w in wholes] == list(piece.lengths)
+        skip = np.minimum(piece.heads, piece.lengths) // 2
+        assert piece.content_keys(skip) == ([len(w) - k for w, k in zip(wholes, skip)],
+                                             [zlib.crc32(w[k:]) for w, k in zip(wholes, skip)])
+        out.extend(wholes)
     return out
 
 

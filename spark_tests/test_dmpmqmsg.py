@@ -518,6 +518,11 @@ def test_random_dumps_match_the_format_rules(tmp_path):
         got = [(m.descriptor.msg_type if m.descriptor else None, m.payload, m.file_offset) for m in msgs]
         assert got == expected, case
         assert [m.index for m in msgs] == list(range(len(expected)))
+        if case % 5 == 0:  # read in chunks as small as a line or as large as the file
+            path = write(tmp_path, data, f"chunks{case}.dmp")
+            chunk = rng.choice([7, 50, 333, len(data)])
+            assert [(m.payload, m.descriptor, m.file_offset, m.file_end) for m in read_dump(path, chunk)] == \
+                [(m.payload, m.descriptor, m.file_offset, m.file_end) for m in msgs], case
         if case % 10 == 0:
             path = write(tmp_path, data, f"case{case}.dmp")
             spans = [(path, m.index, m.file_offset, m.file_end) for m in msgs]

@@ -15,7 +15,6 @@ ends, whitespace-only lines, files without the header line.
 """
 from __future__ import annotations
 
-import binascii
 import re
 import time
 from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -25,6 +24,7 @@ import numpy as np
 from ..errors import DumpSyntaxError, Location, TruncatedError
 from ..messages import PhysicalMessage
 from ..mq.mqmd import FIELDS_BY_DUMP_CODE, MQMD_FIELDS, Descriptor
+from .hex_lines import PAIR_VALUES, x_run
 
 DEFAULT_DATA_WIDTH = 25  # bytes per X line, as dmpmqmsg writes by default
 STRING_ESCAPE = ord("~")
@@ -53,59 +53,13 @@ _END_OF_X_RUN = re.compile(rb"\n(?!X)")
 _ATTRIBUTE_BLOCK = re.compile(rb"(?:A [^\n]*\n)+")
 
 
-_ORD_X, _ORD_SPACE, _ORD_NL = ord("X"), ord(" "), ord("\n")
-_WINDOW_LINES = 1536  # lines checked per numpy step: a 32 KiB message has 1311 at the default width
-
-
-def _plain_x_run(data: bytes, pos: int) -> Optional[Tuple[int, bytes]]:
-    """(end, bytes) of the run of X lines starting at ``pos`` when its lines are ``X `` + an even
-    number of hex digits, all as wide as the first but a shorter last one (as dmpmqmsg writes
-    them); None for anything else (ASCII columns, spaces, CRs, odd or bad digits), which the
-    line-by-line path then parses and reports. Nearly all of a dump's bytes go through here:
-    the line structure is checked on a (lines, width) numpy view and the digit columns are
-    decoded by one binascii call, which rejects anything but hex."""
-    first_end = data.find(b"\n", pos)
-    width = (len(data) if first_end < 0 else first_end) - pos
-    if width < 2 or width & 1:
-        return None
-    stride = width + 1
-    full, grids = 0, []
-    while True:  # full-width lines, a window at a time
-        at = pos + full * stride
-        lines = min(_WINDOW_LINES, (len(data) - at) // stride)
-        if lines <= 0:
-            break
-        grid = np.frombuffer(data, dtype=np.uint8, count=lines * stride, offset=at).reshape(lines, stride)
-        good = (grid[:, 0] == _ORD_X) & (grid[:, 1] == _ORD_SPACE) & (grid[:, width] == _ORD_NL)
-        n = lines if good.all() else int(np.argmin(good))
-        # A short last line and the lines after it can pass those checks by chance (a line end
-        # at just the right column): the first row with a line end inside is where the run ends.
-        tail = max(n - 4, 0)
-        inner = (grid[tail:n, 2:width] == _ORD_NL).any(axis=1)
-        if inner.any():
-            n = tail + int(np.argmax(inner))
-        if n:
-            grids.append(grid[:n, 2:width])
-        full += n
-        if n < lines:
-            break
-    end = pos + full * stride - 1  # the line end of the last full line
-    last = end + 1
-    tail = b""
-    if data.startswith(b"X ", last):  # a shorter last line
-        last_end = data.find(b"\n", last)
-        last_end = len(data) if last_end < 0 else last_end
-        if last_end - last >= width or (last_end - last) & 1:
-            return None
-        tail = data[last + 2:last_end]
-        end = last_end
-    if end < pos:
-        return None
-    try:
-        payload = b"".join(binascii.unhexlify(np.ascontiguousarray(grid)) for grid in grids)
-        return end, payload + binascii.unhexlify(tail) if tail else payload
-    except binascii.Error:
-        return None
+def _plain_x_run(view: np.ndarray, pos: int, size: int, out: np.ndarray) -> Optional[Tuple[int, bytes]]:
+    """(end, bytes) of the run of X lines starting at ``pos`` when each is ``X `` and an even
+    number of hex digits (as dmpmqmsg writes them), decoded by a compiled kernel; None for
+    anything else (ASCII columns, spaces, CRs, odd or bad digits), which the line-by-line path
+    then parses and reports. Nearly all of a dump's bytes go through here."""
+    end, written = x_run(view, pos, size, out, PAIR_VALUES)
+    return None if end < 0 else (end, out[:written].tobytes())
 
 
 def _x_lines(run: bytes, offset: int) -> Iterator[Tuple[int, bytes]]:
@@ -225,8 +179,8 @@ def _decode_hex(hex_lines: List[Tuple[int, bytes]], source: str, index: int, sta
 
 
 def parse_dump(data: bytes, source: str, base_offset: int = 0,
-               first_index: int = 0) -> Iterator[PhysicalMessage]:
-    """Physical messages of a dmpmqmsg text dump held in ``data``.
+               first_index: int = 0, stop: Optional[int] = None) -> Iterator[PhysicalMessage]:
+    """Physical messages of a dmpmqmsg text dump held in ``data`` (up to ``stop``, a line start).
 
     ``base_offset``/``first_index`` place a slice of a larger file: offsets and indexes
     in the result and in errors are then those of the whole file.
@@ -247,9 +201,11 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
                                  Location(source, index, record.start))
         return _finish(record, source, index, end)
 
-    pos, size = 0, len(data)
+    pos, size = 0, len(data) if stop is None else stop
+    view = np.frombuffer(data, dtype=np.uint8)
+    x_run_bytes = np.empty(size // 2, dtype=np.uint8)  # any X run fits: two digits a byte
     while pos < size:
-        end = data.find(b"\n", pos)
+        end = data.find(b"\n", pos, size)
         end = size if end < 0 else end
         line = data[pos:end]
         if line.endswith(b"\r"):
@@ -258,9 +214,9 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
         tag = line[:1]
         if tag == b"X" and record is not None:
             # A whole run of X lines at once: this is where nearly all of a dump's bytes are.
-            fast = _plain_x_run(data, pos)
+            fast = _plain_x_run(view, pos, size, x_run_bytes)
             if fast is None:
-                found = _END_OF_X_RUN.search(data, pos)
+                found = _END_OF_X_RUN.search(data, pos, size)
                 run_end = size if found is None else found.start()
                 record.hex_lines.extend(_x_lines(data[pos:run_end], base_offset + pos))
             else:
@@ -286,7 +242,7 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
             if tag == b"A":
                 # The whole block of attribute lines at once, each line looked up in the cache.
                 raw_lines = [data[offset - base_offset:end]]
-                block = _ATTRIBUTE_BLOCK.match(data, pos)
+                block = _ATTRIBUTE_BLOCK.match(data, pos, size)
                 if block:
                     raw_lines += block.group(0).split(b"\n")[:-1]
                     pos = block.end()
@@ -327,7 +283,8 @@ _DATA_TAGS = (b"X", b"S", b"T")
 def _start_of_last_message(data: bytes) -> int:
     """Offset of the first line of the last message that starts in ``data`` after a data line,
     or 0: everything before it is whole messages, so the text can be parsed in pieces."""
-    at = max(data.rfind(b"\nA "), data.rfind(b"\nN\n"), data.rfind(b"\nN\r"))
+    last_a = data.rfind(b"\nA ")  # N lines (rare) are looked for only after it: each rfind scans
+    at = max(last_a, data.rfind(b"\nN\n", max(last_a, 0)), data.rfind(b"\nN\r", max(last_a, 0)))
     while at >= 0:
         line_start = at + 1  # an A or N line; look at the significant line before it
         prev_end = at
@@ -349,19 +306,23 @@ def read_dump(path: str, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[Physic
     """Physical messages of the dump file at ``path``, read in chunks so that memory stays
     bounded by the chunk size (plus the largest message), whatever the file size."""
     with open(path, "rb") as f:
-        base, index, carry = 0, 0, b""
+        base, index, size = 0, 0, chunk_bytes
         while True:
-            block = f.read(chunk_bytes)
-            data = carry + block if carry else block
-            cut = len(data) if not block else _start_of_last_message(data)
-            if cut > 0:
-                for message in parse_dump(data[:cut] if cut < len(data) else data, path, base, index):
-                    index = message.index + 1
-                    yield message
-                base += cut
-            carry = data[cut:]
-            if not block:
+            # The unfinished last message of a chunk is read again with the next one (from the
+            # page cache) rather than copied: joining it to the next chunk copies the whole chunk.
+            f.seek(base)
+            data = f.read(size)
+            at_end = len(data) < size
+            cut = len(data) if at_end else _start_of_last_message(data)
+            if cut == 0 and not at_end:  # one message longer than the chunk
+                size *= 2
+                continue
+            for message in parse_dump(data, path, base, index, stop=cut):
+                index = message.index + 1
+                yield message
+            if at_end:
                 return
+            base, size = base + cut, chunk_bytes
 
 
 # ---------------------------------------------------------------------------------------------

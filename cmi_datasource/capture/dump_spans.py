@@ -24,48 +24,11 @@ import numpy as np
 
 from ..compiled import kernel
 from ..errors import CmiFormatError, Location
-from ..messages import MessageSpan
+from ..messages import MessageSpan, crc32
 from .dmpmqmsg import parse_dump
+from .hex_lines import PAIR_VALUES, decode_hex, line_end
 
 _NL, _CR, _SPACE, _X, _A, _N, _STAR = (ord(c) for c in "\n\r XAN*")
-_BAD_PAIR = 0x100
-
-
-def _pair_values() -> np.ndarray:
-    """Byte value of each two-character hex pair, indexed by first | second << 8; 0x100 if not hex."""
-    digit = np.full(256, _BAD_PAIR, dtype=np.uint16)
-    for value, char in enumerate(b"0123456789ABCDEF"):
-        digit[char] = value
-    for value, char in enumerate(b"abcdef", start=10):
-        digit[char] = value
-    first, second = digit[np.arange(65536) & 0xFF], digit[np.arange(65536) >> 8]
-    return np.where((first | second) & _BAD_PAIR, _BAD_PAIR, (first << 4) | second).astype(np.uint16)
-
-
-PAIR_VALUES = _pair_values()
-
-
-@kernel
-def _decode_hex(text, start, stop, out, at, pairs):
-    """Decode text[start:stop) (an even count of characters) to out[at:]; returns 0x100 when a
-    character is not hex. Unsigned indexes: numba then skips its negative-index handling,
-    which otherwise costs more than the decoding."""
-    bad = np.uint16(0)
-    first = np.uint64(start)
-    to = np.uint64(at)
-    for i in range(np.uint64((stop - start) >> 1)):
-        j = first + np.uint64(2) * i
-        v = pairs[np.uint64(text[j]) | (np.uint64(text[j + np.uint64(1)]) << np.uint64(8))]
-        bad |= v
-        out[to + i] = np.uint8(v & 0xFF)
-    return bad & _BAD_PAIR
-
-
-@kernel
-def _line_end(text, p, e):
-    while p < e and text[p] != _NL:
-        p += 1
-    return p
 
 
 @kernel
@@ -91,17 +54,17 @@ def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, length
                     break
                 q = p + 2
                 stop = q + width
-                if stop < e and text[stop] == _NL and _decode_hex(text, q, stop, out, w, pairs) == 0:
+                if stop < e and text[stop] == _NL and decode_hex(text, q, stop, out, w, pairs) == 0:
                     p = stop + 1
                 else:
-                    stop = _line_end(text, q, e)
+                    stop = line_end(text, q, e)
                     digits_end = stop - 1 if stop > q and text[stop - 1] == _CR else stop
-                    if (digits_end - q) & 1 or _decode_hex(text, q, digits_end, out, w, pairs) != 0:
+                    if (digits_end - q) & 1 or decode_hex(text, q, digits_end, out, w, pairs) != 0:
                         failed = True
                         break
                     stop = digits_end
                     width = stop - q
-                    p = _line_end(text, stop, e) + 1
+                    p = line_end(text, stop, e) + 1
                 w += (stop - q) >> 1
                 data_seen = True
                 if not moved and w - span_w >= h:
@@ -116,7 +79,7 @@ def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, length
             elif c == _CR and p + 1 < e and text[p + 1] == _NL:
                 p += 2
             elif c == _STAR or ((c == _A or c == _N) and not data_seen):
-                p = _line_end(text, p, e) + 1
+                p = line_end(text, p, e) + 1
             else:
                 failed = True
                 break
@@ -151,6 +114,17 @@ class SpanPayloads:
     @property
     def data(self) -> np.ndarray:
         return self.buffer[self.room:self.room + int(self.data_starts[-1])]
+
+    def content_keys(self, skip: np.ndarray):
+        """(length, CRC-32) of each span's payload from byte skip[i] on, as lists: what planning
+        recorded of the message once MQ headers are removed (``PhysicalMessage.content_key``)."""
+        head, data = memoryview(self.head), memoryview(self.data)
+        head_from = (self.head_starts + skip).tolist()
+        head_to = (self.head_starts + np.minimum(self.heads, self.lengths)).tolist()
+        data_starts = self.data_starts.tolist()
+        crcs = [crc32(data[a:b], crc32(head[c:d]))
+                for a, b, c, d in zip(data_starts, data_starts[1:], head_from, head_to)]
+        return (self.lengths - skip).tolist(), crcs
 
     def head_of(self, i: int) -> memoryview:
         start = int(self.head_starts[i])
