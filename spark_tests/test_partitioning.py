@@ -58,6 +58,8 @@ def test_partition_target_follows_spark_file_sources():
     assert partition_target(1000, 128 << 20, 4) == 250
     assert partition_target(10 << 30, 128 << 20, 2) == 128 << 20
     assert partition_target(0, 128, 4) == 1
+    # 5 partitions' worth on 2 cores: 6 smaller ones, so that no core idles in the last wave.
+    assert partition_target(5 * 1000, 1000, 2) == 834
 
 
 def test_spark_splits_one_attachment(spark, big_dump):
@@ -66,7 +68,11 @@ def test_spark_splits_one_attachment(spark, big_dump):
     observation_bytes = cap.layout(cap.attachments[0]).observation_bytes
     assert observation_bytes > 400_000
     df = spark.read.format("cmi").option("maxPartitionBytes", "100000").load(big_dump)
-    assert df.rdd.getNumPartitions() == observation_bytes // 100_000  # the remainder joins the last
+    # At most 100000 bytes each, as many as a multiple of the cores; slices end at message
+    # ends, so the last one may be a little short or long of the others.
+    cores = os.cpu_count()
+    wanted = -(-(-(-observation_bytes // 100_000)) // cores) * cores
+    assert abs(df.rdd.getNumPartitions() - wanted) <= 1
     assert sorted(r["ID"] for r in df.collect()) == [float(i) for i in range(N)]
     four = spark.read.format("cmi").option("minPartitions", "4").load(big_dump)
     assert four.rdd.getNumPartitions() == 4
@@ -134,3 +140,24 @@ def test_index_cache_keeps_only_the_newest_files(tmp_path, monkeypatch):
     assert len(kept) == 2
     assert os.path.basename(index._cache_file(index.file_key(str(tmp_path / "q0.dmp")))) not in kept
     index._MEMORY.clear()
+
+
+def test_a_spark_worker_freezes_long_lived_objects_after_its_first_partition(big_dump):
+    # PySpark's daemon collects garbage after every task: what the first partition left alive
+    # (numba's kernels, modules) goes to the permanent generation so that it is not rescanned.
+    import gc
+    from pyspark.sql.types import DoubleType, StringType, StructField, StructType
+    from cmi_datasource.spark import source
+    from cmi_datasource.spark.options import ReadOptions
+    schema = StructType([StructField("ID", DoubleType()), StructField("CODE", StringType()),
+                         StructField("X", DoubleType())])
+    reader = source.CmiReader(ReadOptions.parse({"path": big_dump}), schema)
+    [partition] = source.CmiReader(ReadOptions.parse({"path": big_dump, "minpartitions": "1"}),
+                                   schema).partitions()
+    source._WORKER_SETTLED = False
+    gc.unfreeze()
+    try:
+        assert sum(b.num_rows for b in reader.read(partition)) == N
+        assert source._WORKER_SETTLED and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
