@@ -27,6 +27,7 @@ from ..errors import CmiFormatError, Location
 from ..messages import MessageSpan, crc32
 from .dmpmqmsg import parse_dump
 from .hex_lines import PAIR_VALUES, decode_hex, line_end
+from .readers import parse_span
 
 _NL, _CR, _SPACE, _X, _A, _N, _STAR = (ord(c) for c in "\n\r XAN*")
 
@@ -154,13 +155,7 @@ def _pieces(spans: Sequence[MessageSpan], piece_bytes: int) -> Iterator[range]:
 
 def _fallback(text: memoryview, span: MessageSpan, at: int) -> bytes:
     """The payload of one span by the line-by-line parser, which raises the precise error."""
-    source, index, start, end = span
-    found = list(parse_dump(bytes(text[at:at + end - start]), source, start, index))
-    if len(found) != 1:
-        raise CmiFormatError(f"expected one message between byte offsets {start} and {end}, "
-                             f"found {len(found)}: the file changed since it was planned",
-                             Location(source, index, start))
-    return found[0].payload
+    return parse_span(parse_dump, bytes(text[at:at + span[3] - span[2]]), span).payload
 
 
 def read_dump_spans(spans: Sequence[MessageSpan], heads: Sequence[int], room: int = 0,

@@ -29,11 +29,18 @@ def read_spans(spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
     for source, run in groupby(spans, key=lambda s: s[0]):
         parse = mqget_capture.parse_capture if is_binary_capture(source) else dmpmqmsg.parse_dump
         with open(source, "rb") as f:
-            for _, index, start, end in run:
-                f.seek(start)
-                found = list(parse(f.read(end - start), source, start, index))
-                if len(found) != 1:
-                    raise CmiFormatError(f"expected one message between byte offsets {start} and {end}, "
-                                         f"found {len(found)}: the file changed since it was planned",
-                                         Location(source, index, start))
-                yield found[0]
+            for span in run:
+                f.seek(span[2])
+                yield parse_span(parse, f.read(span[3] - span[2]), span)
+
+
+def parse_span(parse, data: bytes, span: MessageSpan) -> PhysicalMessage:
+    """The one message ``parse`` finds in ``data``, the text of a planned span; a span that no
+    longer holds exactly one message means the file changed since planning."""
+    source, index, start, end = span
+    found = list(parse(data, source, start, index))
+    if len(found) != 1:
+        raise CmiFormatError(f"expected one message between byte offsets {start} and {end}, "
+                             f"found {len(found)}: the file changed since it was planned",
+                             Location(source, index, start))
+    return found[0]
