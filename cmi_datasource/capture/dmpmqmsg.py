@@ -201,7 +201,7 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
                                  Location(source, index, record.start))
         return _finish(record, source, index, end)
 
-    pos, size = 0, len(data) if stop is None else stop
+    pos, size = 0, len(data) if stop is None else max(0, min(stop, len(data)))
     view = np.frombuffer(data, dtype=np.uint8)
     x_run_bytes = np.empty(size // 2, dtype=np.uint8)  # any X run fits: two digits a byte
     while pos < size:
