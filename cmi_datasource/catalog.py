@@ -222,6 +222,16 @@ def _hex(raw: Optional[bytes]) -> Optional[str]:
     return raw.hex().upper() if raw is not None else None
 
 
+@dataclass(frozen=True)
+class _LayoutFailure:
+    """Why an attachment's layout could not be read, kept to raise again: not the exception
+    itself, whose traceback's frames would hold the capture in a reference cycle."""
+
+    kind: type
+    problem: str
+    location: Location
+
+
 @dataclass
 class Capture:
     paths: List[str]
@@ -267,8 +277,8 @@ class Capture:
 
     def _layout_and_stream(self, att: Attachment):
         cached = self._layouts.get(att.key)
-        if isinstance(cached, CmiFormatError):
-            raise cached
+        if isinstance(cached, _LayoutFailure):
+            raise cached.kind(cached.problem, cached.location)
         if cached is None:
             try:
                 # Definitions are decoded whole; observations are only measured.
@@ -276,7 +286,7 @@ class Capture:
                             for m in att.ordered_messages()]
                 cached = read_layout(messages, att.header.wire, _codepage_reader(self.charsets))
             except CmiFormatError as e:
-                self._layouts[att.key] = e
+                self._layouts[att.key] = _LayoutFailure(type(e), e.problem, e.location)
                 raise
             self._layouts[att.key] = cached
         return cached

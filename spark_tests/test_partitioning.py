@@ -161,3 +161,28 @@ def test_a_spark_worker_freezes_long_lived_objects_after_its_first_partition(big
         assert source._WORKER_SETTLED and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_a_capture_is_freed_by_reference_counting_alone(samples_dir, monkeypatch):
+    # Spark workers freeze what they hold (gc.freeze) after their first task, so a capture
+    # evicted from a worker's cache must not need the cycle collector, even one that cached a
+    # layout error (an exception's traceback would hold the capture in a cycle).
+    import gc
+    import weakref
+    from cmi_datasource import catalog
+    from cmi_datasource.errors import DatasetLayoutError
+    gc.collect()
+    gc.disable()
+    try:
+        cap = Capture.open(samples_dir)
+        cap.attachments_table(), cap.variables_table(), cap.files_table(), cap.dataset_table("SALES.MONTHLY")
+        monkeypatch.setattr(catalog, "read_layout", lambda *a: (_ for _ in ()).throw(DatasetLayoutError("bad")))
+        cap._layouts.clear()
+        with pytest.raises(DatasetLayoutError):
+            cap.layout(next(a for a in cap.attachments if a.entry.attachment_type == 1))
+        assert cap._layouts
+        ref = weakref.ref(cap)
+        del cap
+        assert ref() is None
+    finally:
+        gc.enable()
