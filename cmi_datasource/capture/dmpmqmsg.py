@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import DumpSyntaxError, Location, TruncatedError
 from ..messages import PhysicalMessage
 from ..mq.mqmd import FIELDS_BY_DUMP_CODE, MQMD_FIELDS, Descriptor
-from .hex_lines import PAIR_VALUES, x_run
+from .hex_lines import PAIR_VALUES, x_lines, x_run
 
 DEFAULT_DATA_WIDTH = 25  # bytes per X line, as dmpmqmsg writes by default
 STRING_ESCAPE = ord("~")
@@ -346,14 +346,6 @@ def _attribute_lines(descriptor: Descriptor) -> Iterator[bytes]:
         yield b"A " + field.dump_code.encode("ascii") + b" " + text
 
 
-def _data_lines(payload: bytes, width: int) -> Iterator[bytes]:
-    if not payload:
-        yield b"X "
-        return
-    for at in range(0, len(payload), width):
-        yield b"X " + payload[at:at + width].hex().upper().encode("ascii")
-
-
 def dump_header(queue_manager: str = "", queue: str = "", created: Optional[str] = None,
                 comments: Sequence[str] = ()) -> bytes:
     """The file header; IBM's loader requires the first line, extra ``*`` lines are comments."""
@@ -377,8 +369,7 @@ def format_message(descriptor: Optional[Descriptor], payload: bytes, index: Opti
         lines.append(b"N")
     else:
         lines.extend(_attribute_lines(descriptor))
-    lines.extend(_data_lines(payload, data_width))
-    return b"\n".join(lines) + b"\n\n"
+    return b"\n".join(lines) + b"\n" + x_lines(payload, data_width) + b"\n"
 
 
 def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[Descriptor], bytes]], *,

@@ -4,7 +4,8 @@
 two-character pairs (one lookup per byte, which also flags non-hex characters), and
 ``x_run`` decodes a whole run of plain ``X`` lines for the line parser. Anything a kernel
 does not take (ASCII columns, CR line ends, odd or bad digits) is left to the line-by-line
-path, which gives the same bytes or a precise error.
+path, which gives the same bytes or a precise error. ``x_lines`` writes a payload as the
+``X`` lines dmpmqmsg writes.
 """
 from __future__ import annotations
 
@@ -79,3 +80,39 @@ def x_run(text, pos, size, out, pairs):
         end = stop
         p = stop + 1
     return end, written
+
+
+_UPPER_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+
+
+@kernel
+def _x_lines(payload, width, out, digits):
+    """``X `` + upper-case hex of each ``width`` bytes of payload + a line end, into ``out``.
+    Bounds: the caller sizes out for 3 bytes a line and 2 a payload byte."""
+    n = np.uint64(payload.shape[0])
+    step = np.uint64(width)
+    w = np.uint64(0)
+    for start in range(np.uint64(0), n, step):
+        out[w] = _X
+        out[w + np.uint64(1)] = _SPACE
+        w += np.uint64(2)
+        for i in range(start, min(start + step, n)):
+            b = payload[i]
+            out[w] = digits[b >> np.uint8(4)]
+            out[w + np.uint64(1)] = digits[b & np.uint8(15)]
+            w += np.uint64(2)
+        out[w] = _NL
+        w += np.uint64(1)
+    return w
+
+
+def x_lines(payload: bytes, width: int) -> bytes:
+    """The data lines of a message as dmpmqmsg writes them, each ending with a line end: ``width``
+    payload bytes a line, upper-case hex; a bare ``X `` for an empty payload."""
+    if width < 1:
+        raise ValueError(f"data width must be at least 1 byte, not {width}")
+    if not payload:
+        return b"X \n"
+    out = np.empty(-(-len(payload) // width) * 3 + 2 * len(payload), dtype=np.uint8)
+    _x_lines(np.frombuffer(payload, dtype=np.uint8), width, out, _UPPER_DIGITS)
+    return out.tobytes()
