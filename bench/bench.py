@@ -9,7 +9,8 @@ as a SAS XPORT file. Then, on local[*], best of --repeat runs after one warm-up:
 
   1. cmi      spark.read.format("cmi").load(dump) -> write.format("noop")
   2. parquet  spark.read.parquet(...) -> noop
-  3. floor    a trivial Python data source yielding pre-built Arrow batches of the same rows -> noop
+  3. floor    a trivial Python data source yielding pre-built Arrow batches of the same rows -> noop,
+              one partition per core; 3b: the same, cut into as many partitions as cmi's
   4. pandas   pandas.read_sas(xport) -> spark.createDataFrame -> noop
   5. core     the decode core alone, no Spark, one core: the dump's message index built cold, and
               the observations decoded to Arrow, in MB/s of observation bytes, next to
@@ -107,24 +108,7 @@ def prepare(n: int, tmp: str, partitions: int) -> dict:
     with pq.ParquetWriter(os.path.join(paths["parquet"], "part-0.parquet"), SCHEMA) as writer:
         for b in batches(n):
             writer.write_batch(b)
-    os.makedirs(paths["ipc"])
-    # The floor's batches are pre-built in exactly the Arrow schema Spark expects (time64[ns]...).
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-    spark_arrow = to_arrow_schema(from_arrow_schema(pa.schema([f.remove_metadata() for f in SCHEMA])),
-                                  timezone="UTC")
-    per_file = -(-n // partitions)
-    sinks = []
-    for b in batches(n):
-        for at in range(0, b.num_rows, per_file):
-            piece = pa.RecordBatch.from_arrays([c.cast(t.type) for c, t in zip(b.slice(at, per_file).columns,
-                                                                              spark_arrow)], schema=spark_arrow)
-            row = int(piece.column(0)[0].as_py())
-            k = row // per_file
-            while len(sinks) <= k:
-                sinks.append(ipc.new_file(os.path.join(paths["ipc"], f"part-{len(sinks)}.arrow"), spark_arrow))
-            sinks[k].write_batch(piece)
-    for s in sinks:
-        s.close()
+    write_floor_files(n, paths["ipc"], partitions)
     import pyreadstat
     table = pa.Table.from_batches(list(batches(n)), SCHEMA)
     frame = table.to_pandas()
@@ -134,6 +118,28 @@ def prepare(n: int, tmp: str, partitions: int) -> dict:
     frame["CUTOFF"] = table.column("CUTOFF").cast(pa.int64()).to_numpy() / 1e6
     pyreadstat.write_xport(frame, paths["xport"], table_name="ROWS", file_format_version=5)
     return paths
+
+
+def write_floor_files(n: int, directory: str, files: int) -> None:
+    """The floor source's input: the rows as Arrow IPC files (one partition each), pre-built in
+    exactly the Arrow schema Spark expects (time64[ns]...)."""
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+    spark_arrow = to_arrow_schema(from_arrow_schema(pa.schema([f.remove_metadata() for f in SCHEMA])),
+                                  timezone="UTC")
+    os.makedirs(directory)
+    per_file = -(-n // files)
+    sinks = []
+    for b in batches(n):
+        for at in range(0, b.num_rows, per_file):
+            piece = pa.RecordBatch.from_arrays([c.cast(t.type) for c, t in zip(b.slice(at, per_file).columns,
+                                                                              spark_arrow)], schema=spark_arrow)
+            row = int(piece.column(0)[0].as_py())
+            k = row // per_file
+            while len(sinks) <= k:
+                sinks.append(ipc.new_file(os.path.join(directory, f"part-{len(sinks)}.arrow"), spark_arrow))
+            sinks[k].write_batch(piece)
+    for s in sinks:
+        s.close()
 
 
 def floor_source():
@@ -216,8 +222,9 @@ def main() -> None:
              f"best of {args.repeat} after a warm-up.", "",
              "Command: `make bench` (`.venv/bin/python bench/bench.py`).", "",
              "| rows | dump MB | 1 cmi s | 2 parquet s | 3 floor s | 4 pandas s | 1/2 | 1/3 | 4/1 "
+             "| cmi partitions | 3b floor in as many s | 1/3b "
              "| core cold MB/s | core warm MB/s | fromhex MB/s | warm/fromhex | worker RSS MB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     results = []
     for n in args.rows:
         tmp = tempfile.mkdtemp(prefix="cmi-bench-")
@@ -237,6 +244,12 @@ def main() -> None:
                 run_cmi()
             parquet_s = best_of(lambda: noop(spark.read.parquet(paths["parquet"])), args.repeat)
             floor_s = best_of(lambda: noop(spark.read.format("bench_arrow_floor").load(paths["ipc"])), args.repeat)
+            # The same floor split like cmi's partitions: Spark's cost per Python task apart.
+            cmi_partitions = spark.read.format("cmi").load(paths["dump"]).rdd.getNumPartitions()
+            write_floor_files(n, os.path.join(tmp, "ipc_as_cmi"), cmi_partitions)
+            os.sync()
+            floor_as_cmi_s = best_of(lambda: noop(spark.read.format("bench_arrow_floor")
+                                                  .load(os.path.join(tmp, "ipc_as_cmi"))), args.repeat)
 
             def run_pandas():
                 import pandas as pd
@@ -248,6 +261,7 @@ def main() -> None:
             mb = obs / 1e6
             row = (f"| {n:,} | {dump_mb:.0f} | {cmi_s:.2f} | {parquet_s:.2f} | {floor_s:.2f} | {pandas_s:.2f} "
                    f"| {cmi_s / parquet_s:.2f} | {cmi_s / floor_s:.2f} | {pandas_s / cmi_s:.1f} "
+                   f"| {cmi_partitions} | {floor_as_cmi_s:.2f} | {cmi_s / floor_as_cmi_s:.2f} "
                    f"| {mb / cold_s:.0f} | {mb / warm_s:.0f} | {mb / fromhex_s:.0f} | {fromhex_s / warm_s:.2f} "
                    f"| {rss.peak_mb:.0f} |")
             print(row, flush=True)
@@ -259,7 +273,9 @@ def main() -> None:
         (n1, t1), (n2, t2) = results[0], results[-1]
         lines += ["", f"Growth: {n2:,} rows / {n1:,} rows took {t2 / t1:.2f}x the time "
                       f"for {n2 / n1:.1f}x the rows."]
-    lines += ["", "Ratios: 1/2 cmi vs Parquet, 1/3 cmi vs the Python-source floor (lower is better); "
+    lines += ["", "Ratios: 1/2 cmi vs Parquet, 1/3 cmi vs the Python-source floor (one partition per core; lower "
+                  "is better); 1/3b cmi vs the same floor cut into as many partitions as cmi's (Spark's cost per "
+                  "Python task apart); "
                   "4/1 how many times the pandas route is slower than cmi; warm/fromhex the decode core's "
                   "throughput as a share of bytes.fromhex over the same hex text. Core cold = message index "
                   "built from the file plus decoding; warm = decoding with the index cached (what Spark "
