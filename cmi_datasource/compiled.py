@@ -12,4 +12,18 @@ from __future__ import annotations
 
 import numba
 
-kernel = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+_OPTIONS = dict(nogil=True, boundscheck=False, error_model="numpy")
+_cached = numba.njit(cache=True, **_OPTIONS)
+_uncached = numba.njit(cache=False, **_OPTIONS)
+
+
+def kernel(function):
+    """``function`` compiled on first use, and cached on disk where numba finds a writable place
+    (``__pycache__`` beside the module, else a user cache directory, or ``NUMBA_CACHE_DIR``).
+    Where it finds none (a read-only install and home on a cluster node), numba refuses the
+    function as it is defined, which would make importing the package fail: it is then compiled
+    in each process instead."""
+    try:
+        return _cached(function)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return _uncached(function)

@@ -266,3 +266,30 @@ def test_dump_without_descriptors_cannot_be_assembled(tmp_path):
     with pytest.raises(AttachmentError, match="-dN"):
         cap.dataset_table()
     assert len(messages_table(cap)) == len(plain())
+
+
+@pytest.mark.parametrize("wrap", [None, xmitq, rfh2], ids=lambda f: getattr(f, "__name__", "plain"))
+@pytest.mark.parametrize("piece_bytes", [1, 10_000, 1 << 20])
+def test_partitions_decode_wrapped_messages_across_pieces(tmp_path, monkeypatch, wrap, piece_bytes):
+    # The partition path (catalog._DumpObservations): MQ header bytes set apart per message, rows
+    # straddling messages and the file pieces the kernel decodes at a time, reused buffers.
+    from cmi_datasource import catalog
+    from cmi_datasource.capture import dump_spans
+    monkeypatch.setattr(dump_spans, "PIECE_BYTES", piece_bytes)
+    pieces = []
+
+    def counted(*args, **kwargs):
+        for piece in dump_spans.read_dump_spans(*args, **kwargs):
+            pieces.append(len(piece.spans))
+            yield piece
+
+    monkeypatch.setattr(catalog, "read_dump_spans", counted)
+    messages = plain() if wrap is None else [wrap(d, p) for d, p in plain()]
+    cap = Capture.open(write(tmp_path, messages))
+    [att] = cap.attachments
+    slices = cap.dataset_slices(att, 3000)
+    assert len(slices) > 3
+    assert all(bool(s.header_bytes) and (min(s.header_bytes) > 0) == (wrap is not None) for s in slices)
+    rows = [r for s in slices for b in catalog.slice_batches(s, batch_rows=37) for r in b.to_pylist()]
+    assert rows == EXPECTED
+    assert len(pieces) >= len(slices) and (max(pieces) == 1) == (piece_bytes == 1)

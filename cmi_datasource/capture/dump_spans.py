@@ -11,9 +11,12 @@ Each span's first ``heads[i]`` payload bytes (MQ headers, a record type) go to a
 buffer, so that the main buffer holds only the data the caller wants, end to end.
 
 The kernel takes only what ``dmpmqmsg`` writes: ``A``/``N``/``*``/empty lines, then ``X``
-lines of hex digits (LF or CRLF). A span holding anything else (``S``/``T`` lines, an ASCII
-column, bad digits, a second message) is handed to ``dmpmqmsg.parse_dump``, which decodes it
-or raises the precise ``DumpSyntaxError``: both paths give the same bytes.
+lines of hex digits (LF or CRLF). A span holding anything else in its data (``S``/``T`` lines,
+an ASCII column, bad digits, a second message) is handed to ``dmpmqmsg.parse_dump``, which
+decodes it or raises the precise ``DumpSyntaxError``: both paths give the same bytes. The
+kernel does not read attribute lines again (planning parsed them): a span whose attribute
+lines were damaged since planning still gives its data, which the caller checks against the
+length and CRC-32 planning recorded.
 """
 from __future__ import annotations
 
@@ -159,12 +162,13 @@ def _fallback(text: memoryview, span: MessageSpan, at: int) -> bytes:
 
 
 def read_dump_spans(spans: Sequence[MessageSpan], heads: Sequence[int], room: int = 0,
-                    piece_bytes: int = PIECE_BYTES) -> Iterator[SpanPayloads]:
+                    piece_bytes: Optional[int] = None) -> Iterator[SpanPayloads]:
     """Payloads of dump messages at ``spans`` (in the order given), a piece of the file at a time.
     A piece's buffers are reused for the next one: use it before asking for the next.
 
-    Memory is bounded by ``piece_bytes`` of text plus its payloads (and one span, when a
+    Memory is bounded by ``piece_bytes`` (default ``PIECE_BYTES``) of text plus its payloads (and one span, when a
     single message is larger), whatever the number of spans."""
+    piece_bytes = PIECE_BYTES if piece_bytes is None else piece_bytes
     heads_all = np.asarray(heads, dtype=np.int64)
     if len(heads_all) != len(spans) or (heads_all < 0).any():
         raise ValueError("one non-negative head length per span")
@@ -188,9 +192,10 @@ def read_dump_spans(spans: Sequence[MessageSpan], heads: Sequence[int], room: in
             while got < size:
                 n = handle.readinto(view[got:])
                 if not n:
+                    _, index, start, end = next(span for span in chosen if span[3] > base + got)
                     raise CmiFormatError(f"the file ends at byte {base + got}, before the planned message "
-                                         f"ending at {chosen[-1][3]}: it changed since it was planned",
-                                         Location(source, chosen[-1][1], chosen[-1][2]))
+                                         f"ending at {end}: it changed since it was planned",
+                                         Location(source, index, start))
                 got += n
             payloads = _decode_piece(view, chosen, heads_all[piece.start:piece.stop], base, room, scratch)
             scratch = payloads.buffer
