@@ -6,7 +6,6 @@ from the ``AttachmentPlan`` objects made here.
 """
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -26,9 +25,9 @@ from .messages import MessageSpan, PhysicalMessage
 from .mq.envelope import unwrap
 from .mq.segments import IncompleteSegments, is_segment, join_segments
 from .payload.external_file import read_external_file
-from .cmi.stream import OnePassStream
+from .cmi.stream import OnePassStream, StreamOrigins
 from .payload.sas_dataset import (DEFAULT_BATCH_ROWS, RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, DatasetLayout,
-                                  ObservationChunk, arrow_schema, iter_observation_batches, observation_batches,
+                                  ObservationChunk, arrow_schema, chunks_of_parts, observation_batches,
                                   observation_messages, read_layout, record_type_of)
 
 
@@ -113,14 +112,15 @@ def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temp
         return
     codepage = part.charsets.code_page_for(part.layout.ccsid)
     if messages is None and _dump_spans_apply(part):
-        chunks = _DumpObservations(part)
-        yield from observation_batches(part.layout, chunks, chunks.locate, codepage, batch_rows, temporal,
-                                       part.first_row, part.last_row)
-        return
-    messages = iter_logical(part.refs, part.checks or None) if messages is None else messages
-    stream = OnePassStream(messages, skip=RECORD_TYPE_SIZE, base=part.base)
-    yield from iter_observation_batches(part.layout, stream, codepage, batch_rows, temporal,
-                                        part.first_row, part.last_row)
+        observations = _DumpObservations(part)
+        chunks, locate = iter(observations), observations.locate
+    else:
+        stream = OnePassStream(iter_logical(part.refs, part.checks or None) if messages is None else messages,
+                               skip=RECORD_TYPE_SIZE, base=part.base)
+        obslen = part.layout.definition.obs_length
+        chunks, locate = chunks_of_parts(stream.parts(), obslen, max(batch_rows, 1) * obslen), stream.locate
+    yield from observation_batches(part.layout, chunks, locate, codepage, batch_rows, temporal,
+                                   part.first_row, part.last_row)
 
 
 def _dump_spans_apply(part: DatasetSlice) -> bool:
@@ -137,8 +137,8 @@ class _DumpObservations:
 
     def __init__(self, part: DatasetSlice):
         self.part = part
-        self.starts: List[int] = []  # stream offset of each message's observation bytes
-        self.origins: List[MessageSpan] = []
+        self.origins = StreamOrigins(RECORD_TYPE_SIZE)
+        self.locate = self.origins.locate
 
     def __iter__(self) -> Iterator[ObservationChunk]:
         part = self.part
@@ -154,18 +154,10 @@ class _DumpObservations:
                 source, index, offset, _ = piece.spans[bad]
                 raise CmiFormatError("the message differs from the one planned: the file changed since "
                                      "it was planned", Location(source, index, offset))
-            self.starts.extend((at + piece.data_starts[:-1]).tolist())
-            self.origins.extend(piece.spans)
+            self.origins.extend((at + piece.data_starts[:-1]).tolist(), (span[:3] for span in piece.spans))
             number += count
             yield ObservationChunk(at, piece.buffer, piece.room, piece.room + int(piece.data_starts[-1]))
             at += int(piece.data_starts[-1])
-
-    def locate(self, pos: int) -> Location:
-        if not self.starts:
-            return Location()
-        i = max(bisect.bisect_right(self.starts, pos) - 1, 0)
-        source, index, offset, _ = self.origins[i]
-        return Location(source, index, offset, RECORD_TYPE_SIZE + pos - self.starts[i])
 
 
 def _header_bytes(message: PhysicalMessage) -> int:

@@ -1,9 +1,10 @@
-"""Fixed-width character fields <-> Arrow string arrays, vectorised.
+"""Fixed-width character fields <-> Arrow string arrays.
 
-SAS character values are fixed-width and blank padded. Decoding trims trailing
-blanks and NULs (the code page's own blank: 0x40 in EBCDIC), turns all-blank
-values into null (SAS's missing character value), and converts single-byte code
-pages to UTF-8 through the code page's byte -> UTF-8 table with numpy gathers.
+SAS character values are fixed-width and blank padded. Decoding (a compiled kernel,
+row by row) trims trailing blanks and NULs (the code page's own blank: 0x40 in
+EBCDIC), turns all-blank values into null (SAS's missing character value), and
+converts single-byte code pages to UTF-8 through the code page's byte -> UTF-8
+table. Encoding is vectorised with numpy.
 """
 from __future__ import annotations
 
@@ -17,43 +18,44 @@ from ..charsets import CodePage
 from ..compiled import kernel
 
 
+def _utf8_lead_bytes() -> np.ndarray:
+    """Per lead byte: (continuation bytes that follow, lowest and highest allowed second byte),
+    Unicode table 3-7 (no overlong forms, surrogates or code points past U+10FFFF); 0 follow
+    bytes marks a byte that cannot start a multi-byte character."""
+    table = np.zeros((256, 3), dtype=np.uint8)
+    table[0xC2:0xE0] = (1, 0x80, 0xBF)
+    table[0xE0:0xF0] = (2, 0x80, 0xBF)
+    table[0xE0] = (2, 0xA0, 0xBF)
+    table[0xED] = (2, 0x80, 0x9F)
+    table[0xF0:0xF5] = (3, 0x80, 0xBF)
+    table[0xF0] = (3, 0x90, 0xBF)
+    table[0xF4] = (3, 0x80, 0x8F)
+    return table
+
+
+_UTF8_LEAD_BYTES = _utf8_lead_bytes()
+
+
 @kernel
-def _well_formed_utf8(data, at, n):
-    """Whether data[at:at + n] is well-formed UTF-8 (Unicode table 3-7, as Python's strict decoder
-    requires: no overlong forms, surrogates or code points past U+10FFFF)."""
+def _well_formed_utf8(data, at, n, lead_bytes):
+    """Whether data[at:at + n] is well-formed UTF-8, as Python's strict decoder requires."""
     k = np.uint64(0)
     while k < n:
         b = data[at + k]
         if b < 0x80:
             k += np.uint64(1)
             continue
-        low, high = 0x80, 0xBF
-        if 0xC2 <= b <= 0xDF:
-            follow = 1
-        elif b == 0xE0:
-            follow, low = 2, 0xA0
-        elif b == 0xED:
-            follow, high = 2, 0x9F
-        elif 0xE1 <= b <= 0xEF:
-            follow = 2
-        elif b == 0xF0:
-            follow, low = 3, 0x90
-        elif b == 0xF4:
-            follow, high = 3, 0x8F
-        elif 0xF1 <= b <= 0xF3:
-            follow = 3
-        else:
-            return False
-        if k + np.uint64(follow) >= n:
+        follow = np.uint64(lead_bytes[b, 0])
+        if follow == 0 or k + follow >= n:
             return False
         second = data[at + k + np.uint64(1)]
-        if second < low or second > high:
+        if second < lead_bytes[b, 1] or second > lead_bytes[b, 2]:
             return False
-        for m in range(2, follow + 1):
-            c = data[at + k + np.uint64(m)]
+        for m in range(np.uint64(2), follow + np.uint64(1)):
+            c = data[at + k + m]
             if c < 0x80 or c > 0xBF:
                 return False
-        k += np.uint64(follow + 1)
+        k += follow + np.uint64(1)
     return True
 
 
@@ -101,10 +103,10 @@ def _trim_and_gather(flat, stride, count, offsets, widths, blank, utf8_bytes, ut
 
 
 @kernel
-def _first_ill_formed(data, ends):
+def _first_ill_formed(data, ends, lead_bytes):
     """The first value data[ends[i]:ends[i + 1]] that is not well-formed UTF-8, or -1."""
     for i in range(ends.shape[0] - 1):
-        if not _well_formed_utf8(data, np.uint64(ends[i]), np.uint64(ends[i + 1] - ends[i])):
+        if not _well_formed_utf8(data, np.uint64(ends[i]), np.uint64(ends[i + 1] - ends[i]), lead_bytes):
             return i
     return -1
 
@@ -125,7 +127,7 @@ def _first_invalid_utf8(data: np.ndarray, value_ends: np.ndarray) -> int:
             return -1
     except pa.ArrowInvalid:
         pass
-    return int(_first_ill_formed(data, value_ends))
+    return int(_first_ill_formed(data, value_ends, _UTF8_LEAD_BYTES))
 
 
 _NO_TABLE = (np.zeros((0, 4), dtype=np.uint8), np.zeros(0, dtype=np.int64))

@@ -43,6 +43,31 @@ class MessageStream:
         return last.location(last.length)
 
 
+class StreamOrigins:
+    """Where each message's share of a stream came from, by the stream offset it starts at: locates
+    any byte passed so far while keeping nothing of the messages themselves."""
+
+    def __init__(self, skip: int = 0):
+        self.skip = skip  # payload bytes before each message's share (a record type, say)
+        self.starts: List[int] = []
+        self._origins: List[Tuple[str, int, int]] = []  # (source, index, file_offset) per message
+
+    def add(self, start: int, source: str, index: int, file_offset: int) -> None:
+        self.starts.append(start)
+        self._origins.append((source, index, file_offset))
+
+    def extend(self, starts: Iterable[int], origins: Iterable[Tuple[str, int, int]]) -> None:
+        self.starts.extend(starts)
+        self._origins.extend(origins)
+
+    def locate(self, pos: int) -> Location:
+        if not self.starts:
+            return Location()
+        i = max(bisect.bisect_right(self.starts, pos) - 1, 0)
+        source, index, file_offset = self._origins[i]
+        return Location(source, index, file_offset, self.skip + pos - self.starts[i])
+
+
 class OnePassStream(MessageStream):
     """A stream over messages read one at a time and dropped once consumed, so a reader holds
     one message (plus what it buffers), however long the stream. It still locates any
@@ -53,21 +78,16 @@ class OnePassStream(MessageStream):
         self.skip = skip
         self.base = base
         self.messages = []
-        self.starts = []
-        self._origins: List[Tuple[str, int, int]] = []  # (source, index, file_offset) per message
+        self.origins = StreamOrigins(skip)
+        self.starts = self.origins.starts
 
     def parts(self):
         at = self.base
         for m in self._source:
             data = m.payload[self.skip:]
-            self.starts.append(at)
-            self._origins.append((m.source, m.index, m.file_offset))
+            self.origins.add(at, m.source, m.index, m.file_offset)
             yield at, data
             at += len(data)
 
     def locate(self, pos: int) -> Location:
-        if not self.starts:
-            return Location()
-        i = max(bisect.bisect_right(self.starts, pos) - 1, 0)
-        source, index, file_offset = self._origins[i]
-        return Location(source, index, file_offset, self.skip + pos - self.starts[i])
+        return self.origins.locate(pos)

@@ -3,8 +3,8 @@
 The sequenced messages of a dataset attachment each start with an ``int`` record
 type; consecutive messages of one type form a stream whose records may straddle
 message boundaries (contract section 2). Observation streams are decoded in
-batches of whole observations, column by column with numpy, so memory is bounded
-by the batch size and not by the dataset.
+batches of whole observations by compiled kernels that read each row once for all
+its variables, so memory is bounded by the batch size and not by the dataset.
 """
 from __future__ import annotations
 
@@ -434,22 +434,6 @@ def _packed(start: int, parts: List[bytes], size: int, room: int) -> Observation
         buffer[at:at + len(part)] = np.frombuffer(part, dtype=np.uint8)
         at += len(part)
     return ObservationChunk(start, buffer, room, at)
-
-
-def iter_observation_batches(layout: DatasetLayout, stream: Optional[RecordStream], codepage: CodePage,
-                             batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
-                             first_row: int = 0, last_row: Optional[int] = None
-                             ) -> Iterator[pa.RecordBatch]:
-    """Record batches of at most ``batch_rows`` observations [first_row, last_row) of the stream.
-
-    Message payloads are consumed one at a time; only a batch's worth of bytes is held.
-    """
-    if stream is None or layout.definition.obs_length == 0:
-        return
-    obslen = layout.definition.obs_length
-    chunks = chunks_of_parts(stream.parts(), obslen, max(batch_rows, 1) * obslen)
-    yield from observation_batches(layout, chunks, stream.locate, codepage, batch_rows, temporal,
-                                   first_row, last_row)
 
 
 def observation_batches(layout: DatasetLayout, chunks: Iterable[ObservationChunk], locate, codepage: CodePage,
