@@ -42,10 +42,11 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 
 from bench.common import PeakWorkerRss, best_of  # noqa: E402
-from cmi_datasource import Capture, index  # noqa: E402
-from cmi_datasource.capture.dmpmqmsg import write_dump  # noqa: E402
-from cmi_datasource.catalog import slice_batches  # noqa: E402
-from cmi_datasource.dump_writer import WriteOptions, dataset_attachment, stream_messages  # noqa: E402
+from cmi_datasource import Capture  # noqa: E402
+from cmi_datasource.engine import index  # noqa: E402
+from cmi_datasource.engine.decode import slice_batches  # noqa: E402
+from cmi_datasource.engine.write import WriteOptions, dataset_attachment, stream_messages  # noqa: E402
+from cmi_datasource.transports import capture_format  # noqa: E402
 
 BATCH = 250_000
 WORDS = np.array(["Zürich", "São Paulo", "Kraków", "Ærøskøbing", "Łódź", "Reykjavík", "Malmö", "Ōsaka",
@@ -103,7 +104,7 @@ def prepare(n: int, tmp: str, partitions: int) -> dict:
     options = WriteOptions(deterministic_seed="bench")
     attachment = dataset_attachment(SCHEMA, {}, n, batches(n), "BENCH", "ROWS", options)
     with open(paths["dump"], "wb") as out:
-        write_dump(out, stream_messages([attachment], options))
+        capture_format("dmpmqmsg").write(out, stream_messages([attachment], options))
     os.makedirs(paths["parquet"])
     with pq.ParquetWriter(os.path.join(paths["parquet"], "part-0.parquet"), SCHEMA) as writer:
         for b in batches(n):

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import best_of  # noqa: E402
 from cmi_datasource import Capture  # noqa: E402
-from cmi_datasource.dump_writer import DatasetToWrite, WriteOptions, write_attachments_dump  # noqa: E402
+from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump  # noqa: E402
 
 
 def make_table(n: int) -> pa.Table:

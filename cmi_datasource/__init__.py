@@ -1,13 +1,15 @@
 """cmi-datasource: SAS Common Messaging Interface traffic captured from message queues, as DataFrames.
 
-Layers, data flowing one way: ``capture`` (dump files) -> ``messages`` (descriptor + bytes)
--> ``mq`` (descriptor fields) -> ``cmi`` (attachment assembly) -> ``payload`` (SAS dataset
-and external-file codecs) -> ``arrow`` (columns) -> ``spark`` (the thin DataSource classes).
-Nothing below ``spark`` imports pyspark.
+Layers, data flowing one way: ``transports`` (capture files -> physical messages: IBM MQ, ...)
+-> ``messages`` (the transport-neutral physical message) -> ``cmi`` (attachment assembly)
+-> ``payload`` (SAS dataset and external-file codecs) -> ``arrow`` (columns) -> ``engine``
+(captures, plans, views) -> ``spark`` (the thin DataSource classes). Nothing below ``spark``
+imports pyspark; nothing in ``cmi``, ``payload`` or ``arrow`` knows a transport.
 """
-from .catalog import Capture
+from .engine.capture import Capture
 from .errors import (AttachmentError, CmiError, CmiFormatError, CmiOptionError, DatasetLayoutError,
-                     DumpSyntaxError, IncompleteAttachmentError, TruncatedError, ValueConversionError)
+                     DumpSyntaxError, IncompleteAttachmentError, TruncatedError, UnknownCaptureFormatError,
+                     ValueConversionError)
 
 __version__ = "0.1.0"
 
@@ -20,4 +22,4 @@ def register(spark) -> None:
 
 __all__ = ["Capture", "register", "CmiError", "CmiFormatError", "CmiOptionError", "DumpSyntaxError",
            "TruncatedError", "AttachmentError", "IncompleteAttachmentError", "DatasetLayoutError",
-           "ValueConversionError"]
+           "UnknownCaptureFormatError", "ValueConversionError"]

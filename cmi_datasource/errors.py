@@ -67,6 +67,10 @@ class CmiFormatError(CmiError):
         return loc.payload_offset if loc.payload_offset is not None else loc.file_offset
 
 
+class UnknownCaptureFormatError(CmiFormatError):
+    """No registered capture format recognises the file (see option ``format``)."""
+
+
 class DumpSyntaxError(CmiFormatError):
     """A line of a dmpmqmsg text dump cannot be parsed (bad hex, stray attribute line...)."""
 

@@ -44,6 +44,11 @@ class Layout:
         self.offsets: Mapping[str, int] = offsets
         self.by_name: Mapping[str, Field] = {f.name: f for f in self.fields}
 
+    def slice(self, name: str) -> slice:
+        """Where field ``name`` lies in the structure's bytes."""
+        start = self.offsets[name]
+        return slice(start, start + self.by_name[name].size)
+
     def defaults(self) -> Dict[str, Any]:
         return {f.name: f.default for f in self.fields}
 

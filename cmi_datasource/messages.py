@@ -1,52 +1,46 @@
-"""The physical message: what every capture container is turned into.
+"""The physical message: what every transport turns its capture files into (contract section 1).
 
-One capture format (an MQ text dump, a binary MQGET capture, later MQTT or TIB/RV)
-yields a sequence of these: a descriptor (MQMD fields, or None when the capture has
-none), the payload bytes, and where they came from. The MQ layer then removes
-header structures (recording them in ``envelope``) and joins segments into logical
-messages (recording the physical pieces in ``parts``).
+A transport (``transports/``) reads a capture file and yields ``PhysicalMessage`` objects: a
+``Descriptor`` holding the few attributes CMI assembly needs, the payload bytes (the transport's
+own headers already removed), and where they came from. ``details`` is the transport's own
+record of the message (for MQ: the MQMD as captured and the headers it removed); only the
+transport reads it, to re-join pieces and to fill its columns of the messages view.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, computed about 5 times faster
 
 from .errors import Location
-from .mq.mqmd import Descriptor
 
 # (source, index, file_offset, file_end): enough to re-read one physical message later, in read().
 MessageSpan = Tuple[str, int, int, int]
 
 
 @dataclass(frozen=True)
-class Envelope:
-    """MQ header structures found (and removed) in front of a message's data."""
+class Descriptor:
+    """What CMI groups and decodes a message by, named as in the MQMD (contract section 1)."""
 
-    outer: Descriptor  # the descriptor as captured
-    headers: Tuple[str, ...] = ()  # e.g. ("MQXQH", "MQMDE")
-    remote_queue: Optional[str] = None  # MQXQH: where the message was going
-    remote_qmgr: Optional[str] = None
-    dead_letter_reason: Optional[int] = None  # MQDLH
-    dead_letter_queue: Optional[str] = None  # MQDLH: the queue it could not reach
-    dead_letter_qmgr: Optional[str] = None
-    properties: Tuple[str, ...] = ()  # MQRFH2 name/value folders, as text
-    problem: Optional[str] = None  # a header that could not be walked; the data is left as it was
-    captured_length: Optional[int] = None  # payload bytes as captured, headers included
+    msg_type: int  # 100000 attachment header, 100001 subordinate message (cmi/correl.py)
+    correl_id: bytes  # 24 bytes
+    encoding: int  # byte order and float format, in MQ's Encoding numbering (encoding.py)
+    ccsid: int  # code page of the characters; 0 = unknown (the charset policy decides)
 
 
 @dataclass(frozen=True)
 class PhysicalMessage:
-    descriptor: Optional[Descriptor]
+    descriptor: Optional[Descriptor]  # None: the capture gives nothing to group the message by
     payload: bytes
     source: str
     index: int  # 0-based position of the message in its file
     file_offset: int  # byte offset where the message's record starts in the file
     file_end: int  # byte offset just past the message's record
-    envelope: Optional[Envelope] = None
-    parts: Tuple[MessageSpan, ...] = ()  # the segments of a joined logical message, in order
+    details: Any = None  # the transport's own record of the message (opaque to everything else)
+    header_length: int = 0  # transport header bytes removed from the front of the captured data
+    parts: Tuple[MessageSpan, ...] = ()  # the pieces of a joined logical message, in order
     # Planning keeps only the first bytes of large payloads (see ``partial``): then these hold
     # the whole payload's length and CRC-32, and ``payload`` is its beginning.
     full_length: Optional[int] = None
@@ -55,6 +49,11 @@ class PhysicalMessage:
     @property
     def length(self) -> int:
         return len(self.payload) if self.full_length is None else self.full_length
+
+    @property
+    def captured_length(self) -> int:
+        """The message's data as captured, transport headers included."""
+        return self.length + self.header_length
 
     @property
     def is_partial(self) -> bool:
@@ -76,6 +75,16 @@ class PhysicalMessage:
 
     def location(self, payload_offset: Optional[int] = None) -> Location:
         return Location(self.source, self.index, self.file_offset, payload_offset)
+
+
+@dataclass(frozen=True)
+class UnjoinedMessage:
+    """A logical message a transport could not rebuild from its pieces (an MQ segment group with
+    a gap, say): assembly names it in the problems of the attachment its CorrelId belongs to."""
+
+    correl_id: bytes
+    reason: str  # completes "<which message> ...": e.g. "was segmented and cannot be joined: ..."
+    parts: Tuple[MessageSpan, ...]
 
 
 def partial(message: PhysicalMessage, keep: int) -> PhysicalMessage:

@@ -15,14 +15,15 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from cmi_datasource.capture.dmpmqmsg import write_dump  # noqa: E402
 from cmi_datasource.charsets import code_page  # noqa: E402
-from cmi_datasource.cmi.assembly import count_correl_id, sequence_correl_id  # noqa: E402
+from cmi_datasource.cmi.correl import (MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, count_correl_id,  # noqa: E402
+                                       sequence_correl_id)
 from cmi_datasource.cmi.header import ATTACHMENT_TEXT_FILE, AttachmentEntry, CmiHeader, build_header  # noqa: E402
 from cmi_datasource.cmi.wire import FieldWriter, WireFormat  # noqa: E402
-from cmi_datasource.dump_writer import DatasetToWrite, FileToWrite, WriteOptions, write_attachments_dump  # noqa: E402
-from cmi_datasource.mq.mqmd import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, Descriptor  # noqa: E402
+from cmi_datasource.engine.write import DatasetToWrite, FileToWrite, WriteOptions, write_attachments_dump  # noqa: E402
 from cmi_datasource.payload.external_file import file_payloads, text_records  # noqa: E402
+from cmi_datasource.transports.mq.dmpmqmsg import write_dump  # noqa: E402
+from cmi_datasource.transports.mq.mqmd import MQMD  # noqa: E402
 
 CREATED = "Sat Jan  1 00:00:00 2000"
 
@@ -97,9 +98,9 @@ def seed000_external_file(path: str) -> None:
     sequenced = [prologue] + body
 
     def md(msg_type, correl, n):
-        return Descriptor(version=2, msg_type=msg_type, encoding=273, ccsid=819, correl_id=correl,
-                          msg_id=bytes([n]) * 24, put_date="20000101", put_time="00000000", persistence=1,
-                          priority=0, format="        ")
+        return MQMD(version=2, msg_type=msg_type, encoding=273, ccsid=819, correl_id=correl,
+                    msg_id=bytes([n]) * 24, put_date="20000101", put_time="00000000", persistence=1,
+                    priority=0, format="        ")
 
     messages = [(md(MSGTYPE_CMI_HEADER, header.header_correl_id, 1), build_header(header, codepage)),
                 (md(MSGTYPE_CMI_SUBORDINATE, header.message_correl_id, 2),
@@ -116,7 +117,8 @@ def main(out_dir: str) -> None:
 
     def dump(name, datasets=(), files=(), **options):
         with open(os.path.join(out_dir, name), "wb") as out:
-            write_attachments_dump(out, datasets, files, WriteOptions(deterministic_seed=name, **options))
+            write_attachments_dump(out, datasets, files, WriteOptions(deterministic_seed=name, **options),
+                                   queue_manager="QM1", queue="SAS.CMI.QUEUE")
 
     dump("mixed_types.dmp", [DatasetToWrite(mixed_types_table(), "WORK", "CUSTOMERS", description="Customer extract")],
          application_message="Nightly customer extract", max_message_bytes=256)

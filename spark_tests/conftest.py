@@ -33,7 +33,7 @@ def samples_dir():
 
 def dump_messages(tmp_path, messages, name="q.dmp") -> str:
     """Write (descriptor, payload) pairs as a dmpmqmsg dump under tmp_path; returns its path."""
-    from cmi_datasource.capture.dmpmqmsg import write_dump
+    from cmi_datasource.transports.mq.dmpmqmsg import write_dump
     path = tmp_path / name
     with open(path, "wb") as f:
         write_dump(f, messages)

@@ -9,18 +9,20 @@ import struct
 import pyarrow as pa
 import pytest
 
-from cmi_datasource.capture.dmpmqmsg import write_dump
-from cmi_datasource.catalog import Capture, messages_table
+from cmi_datasource.transports.mq.dmpmqmsg import write_dump
+from cmi_datasource.engine.capture import Capture
+from cmi_datasource.engine.tables import messages_table
 from cmi_datasource.charsets import CharsetPolicy
 from cmi_datasource.cmi.assembly import (ROLE_APPLICATION, ROLE_COUNT, ROLE_HEADER, ROLE_OTHER,
                                          ROLE_SEQUENCED, assemble)
 from cmi_datasource.cmi.wire import WireFormat
-from cmi_datasource.dump_writer import (DatasetToWrite, FileToWrite, WriteOptions, build_messages,
-                                        write_attachments_dump)
+from cmi_datasource.engine.write import DatasetToWrite, FileToWrite, WriteOptions, write_attachments_dump
 from cmi_datasource.errors import (AttachmentError, CmiOptionError, DatasetLayoutError,
                                    IncompleteAttachmentError, ValueConversionError)
 from cmi_datasource.messages import PhysicalMessage
-from cmi_datasource.mq.mqmd import Descriptor
+from cmi_datasource.transports.mq.mqmd import MQMD
+
+from support import build_mq_messages, capture_of, physical
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
@@ -37,19 +39,6 @@ def people(n: int = 4, offset: int = 0) -> pa.Table:
 def cars(n: int = 3) -> pa.Table:
     return pa.table({"make": pa.array([f"make{i}" for i in range(n)]),
                      "price": pa.array([1000.5 * i for i in range(n)])})
-
-
-def physical(messages, source: str = "memory.dmp"):
-    """(descriptor, payload) pairs -> PhysicalMessage objects as a dump of them would give."""
-    out, at = [], 0
-    for i, (d, p) in enumerate(messages):
-        out.append(PhysicalMessage(d, p, source, i, at, at + 100 + 2 * len(p)))
-        at += 101 + 2 * len(p)
-    return out
-
-
-def capture_of(messages) -> Capture:
-    return Capture(["memory.dmp"], list(messages), assemble(messages))
 
 
 def dump_file(tmp_path, datasets=(), files=(), options=WriteOptions(), name="q.dmp") -> str:
@@ -104,7 +93,7 @@ def count_message(msgs, key: bytes) -> PhysicalMessage:
 
 
 def test_grouping_is_independent_of_message_order():
-    raw = build_messages([DatasetToWrite(people(30), "work", "people"), DatasetToWrite(cars(), "sashelp", "cars")],
+    raw = build_mq_messages([DatasetToWrite(people(30), "work", "people"), DatasetToWrite(cars(), "sashelp", "cars")],
                          [FileToWrite("notes.txt", text="one\ntwo\n")],
                          WriteOptions(max_message_bytes=64, application_message="app"))
     msgs = physical(raw)
@@ -123,7 +112,7 @@ def test_grouping_is_independent_of_message_order():
 
 
 def test_shuffled_dump_file_reads_the_same(tmp_path):
-    raw = build_messages([DatasetToWrite(people(50), "work", "people")], options=WriteOptions(max_message_bytes=100))
+    raw = build_mq_messages([DatasetToWrite(people(50), "work", "people")], options=WriteOptions(max_message_bytes=100))
     assert len(raw) > 6
     shuffled = raw[::-1]
     path = tmp_path / "shuffled.dmp"
@@ -134,7 +123,7 @@ def test_shuffled_dump_file_reads_the_same(tmp_path):
 
 
 def test_sequence_number_little_endian_is_accepted():
-    msgs = physical(build_messages([DatasetToWrite(people(20), "w", "p")],
+    msgs = physical(build_mq_messages([DatasetToWrite(people(20), "w", "p")],
                                    options=WriteOptions(max_message_bytes=80)))
     key = assemble(msgs).attachments[0].key
     rewritten = []
@@ -151,7 +140,7 @@ def test_sequence_number_little_endian_is_accepted():
 
 
 def test_exact_duplicates_are_dropped():
-    msgs = physical(build_messages([DatasetToWrite(people(10), "w", "p")],
+    msgs = physical(build_mq_messages([DatasetToWrite(people(10), "w", "p")],
                                    options=WriteOptions(max_message_bytes=60, application_message="x")))
     n = len(msgs)
     dupes = [dataclasses.replace(m, index=n + i, file_offset=10_000 + i, file_end=10_050 + i)
@@ -169,7 +158,7 @@ def test_exact_duplicates_are_dropped():
 
 
 def test_conflicting_duplicate_sequenced_message():
-    msgs = physical(build_messages([DatasetToWrite(people(10), "w", "p")],
+    msgs = physical(build_mq_messages([DatasetToWrite(people(10), "w", "p")],
                                    options=WriteOptions(max_message_bytes=60)))
     key = assemble(msgs).attachments[0].key
     victim = sequenced(msgs, key, 3)
@@ -187,7 +176,7 @@ def test_conflicting_duplicate_sequenced_message():
 
 
 def test_conflicting_duplicate_count_message():
-    msgs = physical(build_messages([DatasetToWrite(people(3), "w", "p")]))
+    msgs = physical(build_mq_messages([DatasetToWrite(people(3), "w", "p")]))
     key = assemble(msgs).attachments[0].key
     cm = count_message(msgs, key)
     other = dataclasses.replace(cm, payload=struct.pack("<i", 99), index=len(msgs))
@@ -198,7 +187,7 @@ def test_conflicting_duplicate_count_message():
 
 
 def test_conflicting_duplicate_header_is_an_error():
-    msgs = physical(build_messages([DatasetToWrite(people(3), "w", "p")]))
+    msgs = physical(build_mq_messages([DatasetToWrite(people(3), "w", "p")]))
     header = msgs[0]
     other = dataclasses.replace(header, payload=header.payload[:-4] + struct.pack("<i", 1), index=len(msgs))
     assert other.payload != header.payload
@@ -207,7 +196,7 @@ def test_conflicting_duplicate_header_is_an_error():
 
 
 def test_missing_count_message_is_incomplete():
-    msgs = physical(build_messages([DatasetToWrite(people(5), "w", "p")]))
+    msgs = physical(build_mq_messages([DatasetToWrite(people(5), "w", "p")]))
     key = assemble(msgs).attachments[0].key
     without = [m for m in msgs if m is not count_message(msgs, key)]
     cap = capture_of(without)
@@ -226,7 +215,7 @@ def test_missing_count_message_is_incomplete():
 
 
 def test_missing_sequenced_message_is_incomplete():
-    msgs = physical(build_messages([DatasetToWrite(people(40), "w", "p")],
+    msgs = physical(build_mq_messages([DatasetToWrite(people(40), "w", "p")],
                                    options=WriteOptions(max_message_bytes=80)))
     key = assemble(msgs).attachments[0].key
     gone = sequenced(msgs, key, 4)
@@ -243,7 +232,7 @@ def test_missing_sequenced_message_is_incomplete():
 
 
 def test_incomplete_attachment_from_a_dump_file(tmp_path):
-    raw = build_messages([DatasetToWrite(people(5), "w", "p")])
+    raw = build_mq_messages([DatasetToWrite(people(5), "w", "p")])
     path = tmp_path / "cut.dmp"
     with open(path, "wb") as f:
         write_dump(f, raw[:-2] + raw[-1:])  # the last sequenced message (observations) is lost
@@ -420,7 +409,7 @@ def edited_capture(msgs, victim, payload) -> Capture:
 
 
 def test_observation_stream_not_a_whole_number_of_observations():
-    msgs = physical(build_messages([DatasetToWrite(people(5), "w", "p")]))
+    msgs = physical(build_mq_messages([DatasetToWrite(people(5), "w", "p")]))
     key = assemble(msgs).attachments[0].key
     obs = observation_message(msgs, key)
     assert struct.unpack_from("<i", obs.payload)[0] == 3
@@ -437,7 +426,7 @@ def test_observation_stream_not_a_whole_number_of_observations():
 
 def test_observation_count_disagrees_with_the_definition():
     table = people(5)
-    msgs = physical(build_messages([DatasetToWrite(table, "w", "p")]))
+    msgs = physical(build_mq_messages([DatasetToWrite(table, "w", "p")]))
     key = assemble(msgs).attachments[0].key
     obs = observation_message(msgs, key)
     obs_length = 8 + len("name 0004") + 8
@@ -449,7 +438,7 @@ def test_observation_count_disagrees_with_the_definition():
 
 
 def test_definition_nobs_edited():
-    msgs = physical(build_messages([DatasetToWrite(people(5), "w", "p")]))
+    msgs = physical(build_mq_messages([DatasetToWrite(people(5), "w", "p")]))
     key = assemble(msgs).attachments[0].key
     definition = sequenced(msgs, key, 1)
     # type int, version int, long+"DATA"+NUL, long+""+NUL, then long nobs.
@@ -464,7 +453,7 @@ def test_definition_nobs_edited():
 
 
 def test_variable_lengths_exceed_observation_length():
-    msgs = physical(build_messages([DatasetToWrite(cars(2), "w", "p")]))
+    msgs = physical(build_mq_messages([DatasetToWrite(cars(2), "w", "p")]))
     key = assemble(msgs).attachments[0].key
     definition = sequenced(msgs, key, 1)
     obslen_at = 4 + 4 + (4 + 4 + 1) + (4 + 0 + 1) + 4 + 4
@@ -481,9 +470,9 @@ def test_variable_lengths_exceed_observation_length():
 
 
 def test_messages_table_roles(tmp_path):
-    raw = build_messages([DatasetToWrite(people(3), "work", "people")], [FileToWrite("f.txt", text="a\n")],
+    raw = build_mq_messages([DatasetToWrite(people(3), "work", "people")], [FileToWrite("f.txt", text="a\n")],
                          WriteOptions(application_message="app"))
-    stray = (Descriptor(msg_type=8, correl_id=b"\x11" * 24), b"not CMI")
+    stray = (MQMD(msg_type=8, correl_id=b"\x11" * 24), b"not CMI")
     path = tmp_path / "roles.dmp"
     with open(path, "wb") as f:
         write_dump(f, [stray] + raw + [(None, b"no descriptor"), raw[2]])  # raw[2] again: a duplicate
@@ -522,7 +511,7 @@ def test_messages_table_roles(tmp_path):
 
 
 def test_duplicate_header_takes_the_header_role():
-    msgs = physical(build_messages([DatasetToWrite(people(2), "w", "p")]))
+    msgs = physical(build_mq_messages([DatasetToWrite(people(2), "w", "p")]))
     dupe = dataclasses.replace(msgs[0], index=len(msgs))
     assembly = assemble(msgs + [dupe])
     assert assembly.role_of(msgs[0])[0] == ROLE_HEADER
@@ -531,14 +520,14 @@ def test_duplicate_header_takes_the_header_role():
 
 def test_ccsid_zero_falls_back_to_the_default_ccsid():
     table = pa.table({"s": pa.array(["café", "naïve", None])})
-    raw = build_messages([DatasetToWrite(table, "w", "p")], options=WriteOptions(ccsid=819))
+    raw = build_mq_messages([DatasetToWrite(table, "w", "p")], options=WriteOptions(ccsid=819))
     zeroed = [(dataclasses.replace(d, ccsid=0), p) for d, p in raw]
     msgs = physical(zeroed)
     policy = CharsetPolicy(default_ccsid=819)
-    cap = Capture(["memory.dmp"], msgs, assemble(msgs, policy), policy)
+    cap = Capture(["memory.dmp"], msgs, assemble(msgs, policy), policy, formats={"memory.dmp": "dmpmqmsg"})
     assert cap.dataset_table().column("s").to_pylist() == ["café", "naïve", None]
     assert cap.attachments[0].entry.name == "W.P"
     # Read as UTF-8 instead, the Latin-1 "é" (0xE9) is not valid UTF-8.
     utf8 = CharsetPolicy(default_ccsid=1208)
     with pytest.raises(ValueConversionError):
-        Capture(["memory.dmp"], msgs, assemble(msgs, utf8), utf8).dataset_table()
+        Capture(["memory.dmp"], msgs, assemble(msgs, utf8), utf8, formats={"memory.dmp": "dmpmqmsg"}).dataset_table()

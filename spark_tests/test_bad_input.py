@@ -6,18 +6,16 @@ import struct
 import pyarrow as pa
 import pytest
 
-from cmi_datasource.catalog import Capture
-from cmi_datasource.cmi.assembly import assemble
-from cmi_datasource.dump_writer import DatasetToWrite, FileToWrite, build_messages
+from cmi_datasource.engine.capture import Capture
+from cmi_datasource.engine.write import DatasetToWrite, FileToWrite
 from cmi_datasource.errors import CmiFormatError, CmiOptionError, DumpSyntaxError, TruncatedError
-from cmi_datasource.capture.dmpmqmsg import write_dump
+from cmi_datasource.transports.mq.dmpmqmsg import write_dump
 
-from test_assembly import physical
+from support import build_mq_messages, capture_of, physical
 
 
 def capture(pairs) -> Capture:
-    messages = physical(pairs)
-    return Capture(["memory.dmp"], messages, assemble(messages))
+    return capture_of(physical(pairs))
 
 
 def patched(pairs, index, payload):
@@ -28,7 +26,7 @@ def patched(pairs, index, payload):
 
 def dataset_pairs():
     table = pa.table({"X": pa.array([1.0, 2.0]), "NAME": ["a", "bb"]})
-    return build_messages([DatasetToWrite(table, "LIB", "DS", label="A label")])
+    return build_mq_messages([DatasetToWrite(table, "LIB", "DS", label="A label")])
 
 
 def test_string_length_pointing_past_the_end_of_the_definition():
@@ -69,7 +67,7 @@ def test_header_attachment_count_larger_than_the_header():
 
 
 def test_file_record_length_past_the_end():
-    pairs = build_messages(files=[FileToWrite("a.bin", content=b"0123456789", lrecl=4)])
+    pairs = build_mq_messages(files=[FileToWrite("a.bin", content=b"0123456789", lrecl=4)])
     records = bytearray(pairs[3][1])  # sequenced 2: {long length, bytes}...
     records[0:4] = struct.pack("<i", 999)
     cap = capture(patched(pairs, 3, bytes(records)))
@@ -94,7 +92,7 @@ def test_dump_cut_at_a_line_end_loses_no_rows_silently(tmp_path):
     table = pa.table({"X": pa.array([float(i) for i in range(3000)])})
     path = tmp_path / "cut.dmp"
     with open(path, "wb") as f:
-        write_dump(f, build_messages([DatasetToWrite(table, "LIB", "DS")]))
+        write_dump(f, build_mq_messages([DatasetToWrite(table, "LIB", "DS")]))
     data = path.read_bytes()
     last_data_line = data.rindex(b"\nX ", 0, data.rindex(b"* Index")) + 1
     path.write_bytes(data[:last_data_line])  # the last observation message loses its last line

@@ -5,12 +5,13 @@ import io
 
 import pytest
 
-from cmi_datasource.capture.readers import read_spans
-from cmi_datasource.capture.dmpmqmsg import (format_message, parse_dump, read_dump,
+from cmi_datasource.transports.base import read_spans
+from cmi_datasource.transports.mq.dmpmqmsg import (format_message, parse_dump, read_dump,
                                              write_dump)
 from cmi_datasource.errors import CmiFormatError, DumpSyntaxError, TruncatedError
 from cmi_datasource.messages import PhysicalMessage
-from cmi_datasource.mq.mqmd import Descriptor
+from cmi_datasource.transports.mq.message import mqmd_of
+from cmi_datasource.transports.mq.mqmd import MQMD
 
 BLANK = b" "
 CORREL = bytes(range(24))
@@ -48,7 +49,7 @@ def test_comments_and_blank_lines_are_skipped():
             + b"\n\n")
     [m] = parse(data)
     assert m.payload == b"ABC"
-    assert m.descriptor.msg_type == 8
+    assert mqmd_of(m).msg_type == 8
     assert m.index == 0
     assert m.source == "dump.txt"
     assert m.file_offset == data.index(b"A MST")
@@ -64,7 +65,7 @@ def test_file_without_header_line_and_only_comments_gives_nothing():
 def test_n_message_has_no_descriptor():
     data = HEADER + b"* Index 1\nN\nX 0102030405\n\n* Index 2\nN\nS \"hi\"\n\n"
     msgs = parse(data)
-    assert [m.descriptor for m in msgs] == [None, None]
+    assert [mqmd_of(m) for m in msgs] == [None, None]
     assert [m.payload for m in msgs] == [b"\x01\x02\x03\x04\x05", b"hi"]
     assert [m.index for m in msgs] == [0, 1]
     assert msgs[1].file_offset == data.index(b"N\nS")
@@ -74,7 +75,7 @@ def test_two_messages_without_blank_line_between():
     data = b"A MST 1\nX 41\nA MST 2\nX 42\nN\nX 43\n"
     msgs = parse(data)
     assert [m.payload for m in msgs] == [b"A", b"B", b"C"]
-    assert [m.descriptor.msg_type if m.descriptor else None for m in msgs] == [1, 2, None]
+    assert [mqmd_of(m).msg_type if mqmd_of(m) else None for m in msgs] == [1, 2, None]
     assert [m.file_offset for m in msgs] == [0, data.index(b"A MST 2"), data.index(b"N\n")]
     assert [m.index for m in msgs] == [0, 1, 2]
 
@@ -116,7 +117,7 @@ FULL_V2 = (b"A VER 2\n"
 
 def test_every_attribute_is_typed():
     [m] = parse(FULL_V2)
-    d = m.descriptor
+    d = mqmd_of(m)
     assert d.version == 2
     assert d.report == 16
     assert d.msg_type == 100001
@@ -159,7 +160,7 @@ def test_every_attribute_is_typed():
 def test_missing_and_valueless_attributes_keep_mqmd_defaults():
     # "A CCS" (5 chars) and "A FMT " (6 chars) are shorter than 7: the field keeps its default.
     [m] = parse(b"A MST 100000\nA CCS\nA FMT \nA MSI \nX 00\n")
-    d = m.descriptor
+    d = mqmd_of(m)
     assert d.msg_type == 100000
     assert d.ccsid == 0
     assert d.format == " " * 8
@@ -178,16 +179,16 @@ def test_missing_and_valueless_attributes_keep_mqmd_defaults():
 
 def test_aid_and_aod_are_characters():
     [m] = parse(b"A MST 8\nA AID Hello World\nA AOD ab\nX 00\n")
-    assert m.descriptor.appl_identity_data == b"Hello World" + b" " * 21
-    assert m.descriptor.appl_origin_data == b"ab  "
+    assert mqmd_of(m).appl_identity_data == b"Hello World" + b" " * 21
+    assert mqmd_of(m).appl_origin_data == b"ab  "
     # The hex variants of the same fields.
     [m] = parse(b"A MST 8\nA AIX 48656C6C6F20576F726C64\nA AOX 6162\nX 00\n")
-    assert m.descriptor.appl_identity_data == b"Hello World" + b" " * 21
-    assert m.descriptor.appl_origin_data == b"ab  "
+    assert mqmd_of(m).appl_identity_data == b"Hello World" + b" " * 21
+    assert mqmd_of(m).appl_origin_data == b"ab  "
     # A full-width AID keeps its trailing blanks and all its characters.
     value = b"x" * 30 + b"  "
     [m] = parse(b"A AID " + value + b"\nX 00\n")
-    assert m.descriptor.appl_identity_data == value
+    assert mqmd_of(m).appl_identity_data == value
 
 
 def test_decimal_attribute_with_junk_is_an_error():
@@ -245,7 +246,7 @@ def test_string_lines_with_escapes():
 def test_bare_s_line_is_an_empty_message():
     msgs = parse(b"A MST 8\nS \n\nA MST 9\nS\n\n")
     assert [m.payload for m in msgs] == [b"", b""]
-    assert [m.descriptor.msg_type for m in msgs] == [8, 9]
+    assert [mqmd_of(m).msg_type for m in msgs] == [8, 9]
 
 
 def test_s_line_with_bad_escape_or_no_closing_quote():
@@ -271,9 +272,9 @@ def test_crlf_file_gives_the_same_messages_and_true_byte_offsets():
     lf = HEADER + b"* Index 1\nA MST 8\nA FMT MQSTR   \nX 4142\nS \"C D\"\n\n* Index 2\nN\nT text\nX 45\n\n"
     crlf = lf.replace(b"\n", b"\r\n")
     a, b = parse(lf), parse(crlf)
-    assert [(m.descriptor, m.payload) for m in a] == [(m.descriptor, m.payload) for m in b]
+    assert [(mqmd_of(m), m.payload) for m in a] == [(mqmd_of(m), m.payload) for m in b]
     assert b[0].payload == b"ABC D"
-    assert b[0].descriptor.format == "MQSTR   "
+    assert mqmd_of(b[0]).format == "MQSTR   "
     assert b[1].payload == b"text\nE"
     assert [m.file_offset for m in b] == [crlf.index(b"A MST"), crlf.index(b"N\r\n")]
 
@@ -348,7 +349,7 @@ def test_errors_of_a_slice_use_whole_file_offsets_and_indexes():
 # Writing
 
 
-def _descriptor_v2(**kw) -> Descriptor:
+def _descriptor_v2(**kw) -> MQMD:
     base = dict(version=2, msg_type=100001, encoding=273, ccsid=819, format="MQSTR   ", priority=5,
                 persistence=1, msg_id=bytes(range(100, 124)), correl_id=CORREL, backout_count=2,
                 reply_to_q="REPLY.QUEUE".ljust(48), reply_to_qmgr="QMGR2".ljust(48),
@@ -358,7 +359,7 @@ def _descriptor_v2(**kw) -> Descriptor:
                 appl_origin_data=b"orig", group_id=bytes(range(1, 25)), msg_seq_number=3, offset=64,
                 msg_flags=2, original_length=-1)
     base.update(kw)
-    return Descriptor(**base)
+    return MQMD(**base)
 
 
 def test_format_message_bytes():
@@ -368,7 +369,7 @@ def test_format_message_bytes():
     text = format_message(None, payload, data_width=25)
     assert text == (b"N\nX " + payload[:25].hex().upper().encode() + b"\nX "
                     + payload[25:].hex().upper().encode() + b"\n\n")
-    lines = format_message(Descriptor(msg_type=100000, correl_id=CORREL), b"\x01").split(b"\n")
+    lines = format_message(MQMD(msg_type=100000, correl_id=CORREL), b"\x01").split(b"\n")
     assert b"A MST 100000" in lines
     assert b"A COI " + CORREL.hex().upper().encode() in lines
     assert b"A FMT         " in lines  # 8 blanks kept
@@ -385,11 +386,11 @@ def test_format_message_version_2_writes_group_fields():
 def test_write_dump_round_trip(tmp_path):
     messages = [
         (_descriptor_v2(), bytes(range(256)) * 3),
-        (Descriptor(msg_type=100000, correl_id=CORREL, encoding=785, ccsid=500,
+        (MQMD(msg_type=100000, correl_id=CORREL, encoding=785, ccsid=500,
                     put_date="19991231", put_time="00000000"), b'quote " and tilde ~'),
         (None, b"no descriptor"),
         (_descriptor_v2(msg_type=8, msg_flags=0, group_id=bytes(24)), b""),
-        (Descriptor(), b"\x00" * 7),
+        (MQMD(), b"\x00" * 7),
     ]
     buf = io.BytesIO()
     count = write_dump(buf, messages, queue_manager="QM1", queue="Q1", created="Mon Jan  1 00:00:00 2024",
@@ -399,19 +400,19 @@ def test_write_dump_round_trip(tmp_path):
     assert data.startswith(b"* QLOAD Version:")
     assert b"* Qmgr  = QM1\n" in data and b"* Queue = Q1\n" in data
     parsed = parse(data)
-    assert [(m.descriptor, m.payload) for m in parsed] == messages
+    assert [(mqmd_of(m), m.payload) for m in parsed] == messages
     assert [m.index for m in parsed] == list(range(len(messages)))
     path = write(tmp_path, data)
     from_file = list(read_dump(path))
-    assert [(m.descriptor, m.payload) for m in from_file] == messages
+    assert [(mqmd_of(m), m.payload) for m in from_file] == messages
 
 
 def test_write_dump_without_index_comments_round_trips():
-    messages = [(Descriptor(msg_type=i), bytes([i]) * i) for i in range(1, 6)]
+    messages = [(MQMD(msg_type=i), bytes([i]) * i) for i in range(1, 6)]
     buf = io.BytesIO()
     write_dump(buf, messages, with_index=False, created="x")
     assert b"* Index" not in buf.getvalue()
-    assert [(m.descriptor, m.payload) for m in parse(buf.getvalue())] == messages
+    assert [(mqmd_of(m), m.payload) for m in parse(buf.getvalue())] == messages
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,7 +420,7 @@ def test_write_dump_without_index_comments_round_trips():
 
 
 def test_read_spans_rereads_chosen_spans(tmp_path):
-    messages = [(Descriptor(msg_type=8, correl_id=bytes([i]) * 24), bytes([i]) * (10 * i + 1))
+    messages = [(MQMD(msg_type=8, correl_id=bytes([i]) * 24), bytes([i]) * (10 * i + 1))
                 for i in range(5)]
     messages[2] = (None, b"middle")
     buf = io.BytesIO()
@@ -427,7 +428,7 @@ def test_read_spans_rereads_chosen_spans(tmp_path):
     path = write(tmp_path, buf.getvalue())
     originals = list(read_dump(path))
     chosen = [originals[3], originals[0], originals[2]]
-    again = list(read_spans([m.span for m in chosen]))
+    again = list(read_spans(parse_dump, [m.span for m in chosen]))
     assert again == chosen
     assert all(isinstance(m, PhysicalMessage) for m in again)
     # Spans are contiguous pieces of the file that hold exactly that message.
@@ -442,18 +443,18 @@ def test_read_spans_crlf(tmp_path):
     data = (HEADER + b"A MST 1\nX 41\n\nA MST 2\nS \"B\"\nT c\n\nN\nX 44\n\n").replace(b"\n", b"\r\n")
     path = write(tmp_path, data)
     originals = list(read_dump(path))
-    again = list(read_spans([m.span for m in originals[::-1]]))
+    again = list(read_spans(parse_dump, [m.span for m in originals[::-1]]))
     assert again == originals[::-1]
     assert originals[1].payload == b"Bc\n"
 
 
 def test_read_spans_span_holding_two_messages_is_an_error(tmp_path):
     buf = io.BytesIO()
-    write_dump(buf, [(Descriptor(), b"a"), (Descriptor(), b"b")], created="x")
+    write_dump(buf, [(MQMD(), b"a"), (MQMD(), b"b")], created="x")
     path = write(tmp_path, buf.getvalue())
     first, second = read_dump(path)
     with pytest.raises(CmiFormatError, match="expected one message"):
-        list(read_spans([(path, 0, first.file_offset, second.file_end)]))
+        list(read_spans(parse_dump, [(path, 0, first.file_offset, second.file_end)]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -515,16 +516,16 @@ def test_random_dumps_match_the_format_rules(tmp_path):
     for case in range(300):
         data, expected = _random_dump(rng)
         msgs = parse(data)
-        got = [(m.descriptor.msg_type if m.descriptor else None, m.payload, m.file_offset) for m in msgs]
+        got = [(mqmd_of(m).msg_type if mqmd_of(m) else None, m.payload, m.file_offset) for m in msgs]
         assert got == expected, case
         assert [m.index for m in msgs] == list(range(len(expected)))
         if case % 5 == 0:  # read in chunks as small as a line or as large as the file
             path = write(tmp_path, data, f"chunks{case}.dmp")
             chunk = rng.choice([7, 50, 333, len(data)])
-            assert [(m.payload, m.descriptor, m.file_offset, m.file_end) for m in read_dump(path, chunk)] == \
-                [(m.payload, m.descriptor, m.file_offset, m.file_end) for m in msgs], case
+            assert [(m.payload, mqmd_of(m), m.file_offset, m.file_end) for m in read_dump(path, chunk)] == \
+                [(m.payload, mqmd_of(m), m.file_offset, m.file_end) for m in msgs], case
         if case % 10 == 0:
             path = write(tmp_path, data, f"case{case}.dmp")
             spans = [(path, m.index, m.file_offset, m.file_end) for m in msgs]
-            again = list(read_spans(spans[::-1]))
-            assert [(m.payload, m.descriptor) for m in again] == [(m.payload, m.descriptor) for m in msgs[::-1]]
+            again = list(read_spans(parse_dump, spans[::-1]))
+            assert [(m.payload, mqmd_of(m)) for m in again] == [(m.payload, mqmd_of(m)) for m in msgs[::-1]]

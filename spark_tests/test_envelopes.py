@@ -14,17 +14,18 @@ import pyarrow as pa
 import pytest
 
 from cmi_datasource import Capture
-from cmi_datasource.capture.mqget_capture import write_capture
-from cmi_datasource.catalog import messages_table
-from cmi_datasource.dump_writer import DatasetToWrite, WriteOptions, build_messages
+from cmi_datasource.transports.mq.mqget import write_capture
+from cmi_datasource.engine.tables import messages_table
+from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
 from cmi_datasource.errors import AttachmentError, IncompleteAttachmentError
 from cmi_datasource.layout import BIG, LITTLE
-from cmi_datasource.messages import PhysicalMessage
-from cmi_datasource.mq.envelope import unwrap
-from cmi_datasource.mq.headers import MQDLH, MQMDE, MQRFH2, MQXQH
-from cmi_datasource.mq.mqmd import MQMF_LAST_SEGMENT, MQMF_SEGMENT, descriptor_to_bytes
+from cmi_datasource.transports.mq.envelope import unwrap
+from cmi_datasource.transports.mq.message import mq_message
+from cmi_datasource.transports.mq.headers import MQDLH, MQMDE, MQRFH2, MQXQH
+from cmi_datasource.transports.mq.mqmd import MQMF_LAST_SEGMENT, MQMF_SEGMENT, descriptor_to_bytes
 
 from conftest import dump_messages as write
+from support import build_mq_messages
 
 TABLE = pa.table({
     "ID": pa.array([float(i) for i in range(400)]),
@@ -35,7 +36,7 @@ TABLE = pa.table({
 
 def plain(encoding=546, ccsid=1208):
     options = WriteOptions(encoding=encoding, ccsid=ccsid, max_message_bytes=1024, deterministic_seed="env")
-    return build_messages([DatasetToWrite(TABLE, "LIB", "PEOPLE")], options=options)
+    return build_mq_messages([DatasetToWrite(TABLE, "LIB", "PEOPLE")], options=options)
 
 
 def order_of(d):
@@ -127,7 +128,7 @@ def test_rfh2_properties_are_kept(tmp_path):
 
 
 def physical(d, p):
-    return PhysicalMessage(d, p, "memory", 0, 0, 1)
+    return mq_message(d, p, "memory", 0, 0, 1)
 
 
 def test_version_2_mqmd_with_default_group_fields_adopts_the_mqmde():
@@ -136,8 +137,8 @@ def test_version_2_mqmd_with_default_group_fields_adopts_the_mqmde():
     message = physical(dataclasses.replace(d, version=2, format="MQHMDE  "),
                        mqmde(d, p, group_id=group, msg_seq_number=5) + p)
     out = unwrap(message)
-    assert out.payload == p and out.descriptor.group_id == group and out.descriptor.msg_seq_number == 5
-    assert out.envelope.headers == ("MQMDE",)
+    assert out.payload == p and out.details.mqmd.group_id == group and out.details.mqmd.msg_seq_number == 5
+    assert out.details.envelope.headers == ("MQMDE",) and out.header_length == len(message.payload) - len(p)
 
 
 def test_version_2_mqmd_with_its_own_group_fields_keeps_the_mqmde_as_data():
@@ -145,7 +146,7 @@ def test_version_2_mqmd_with_its_own_group_fields_keeps_the_mqmde_as_data():
     own = dataclasses.replace(d, version=2, format="MQHMDE  ", group_id=b"O" * 24, msg_seq_number=2)
     message = physical(own, mqmde(d, p, group_id=b"G" * 24) + p)
     out = unwrap(message)
-    assert out.payload == message.payload and out.descriptor.group_id == b"O" * 24
+    assert out.payload == message.payload and out.details.mqmd.group_id == b"O" * 24
 
 
 @pytest.mark.parametrize("bad", [
@@ -159,7 +160,7 @@ def test_invalid_mqmde_is_data_not_an_error(bad):
     d, p = plain()[3]
     message = physical(dataclasses.replace(d, version=1, format="MQHMDE  "), mqmde(d, p, **bad) + p)
     out = unwrap(message)
-    assert out.payload == message.payload and out.envelope is None
+    assert out.payload == message.payload and out.details.envelope is None
 
 
 def test_mqmde_in_the_other_byte_order_is_data():
@@ -173,7 +174,7 @@ def test_truncated_header_is_reported_and_the_data_kept(tmp_path):
     d, p = plain()[3]
     message = physical(dataclasses.replace(d, format="MQXMIT  "), b"XQH " + bytes(20))
     out = unwrap(message)
-    assert out.payload == message.payload and "MQXQH needs" in out.envelope.problem
+    assert out.payload == message.payload and "MQXQH needs" in out.details.envelope.problem
 
 
 def segmented(messages, size=100, rng=None, with_mqmde=False):
@@ -271,10 +272,10 @@ def test_dump_without_descriptors_cannot_be_assembled(tmp_path):
 @pytest.mark.parametrize("wrap", [None, xmitq, rfh2], ids=lambda f: getattr(f, "__name__", "plain"))
 @pytest.mark.parametrize("piece_bytes", [1, 10_000, 1 << 20])
 def test_partitions_decode_wrapped_messages_across_pieces(tmp_path, monkeypatch, wrap, piece_bytes):
-    # The partition path (catalog._DumpObservations): MQ header bytes set apart per message, rows
+    # The partition path (decode._BulkObservations): MQ header bytes set apart per message, rows
     # straddling messages and the file pieces the kernel decodes at a time, reused buffers.
-    from cmi_datasource import catalog
-    from cmi_datasource.capture import dump_spans
+    from cmi_datasource.engine.decode import slice_batches
+    from cmi_datasource.transports.mq import dump_spans, transport
     monkeypatch.setattr(dump_spans, "PIECE_BYTES", piece_bytes)
     pieces = []
 
@@ -283,13 +284,13 @@ def test_partitions_decode_wrapped_messages_across_pieces(tmp_path, monkeypatch,
             pieces.append(len(piece.spans))
             yield piece
 
-    monkeypatch.setattr(catalog, "read_dump_spans", counted)
+    monkeypatch.setattr(transport, "read_dump_spans", counted)
     messages = plain() if wrap is None else [wrap(d, p) for d, p in plain()]
     cap = Capture.open(write(tmp_path, messages))
     [att] = cap.attachments
     slices = cap.dataset_slices(att, 3000)
     assert len(slices) > 3
     assert all(bool(s.header_bytes) and (min(s.header_bytes) > 0) == (wrap is not None) for s in slices)
-    rows = [r for s in slices for b in catalog.slice_batches(s, batch_rows=37) for r in b.to_pylist()]
+    rows = [r for s in slices for b in slice_batches(s, batch_rows=37) for r in b.to_pylist()]
     assert rows == EXPECTED
     assert len(pieces) >= len(slices) and (max(pieces) == 1) == (piece_bytes == 1)

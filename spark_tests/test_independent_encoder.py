@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from cmi_datasource import Capture
-from cmi_datasource.catalog import files_table
+from cmi_datasource.engine.tables import files_table
 from cmi_datasource.errors import CmiFormatError, IncompleteAttachmentError
 
 try:

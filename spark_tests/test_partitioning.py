@@ -6,10 +6,18 @@ import os
 import pyarrow as pa
 import pytest
 
-from cmi_datasource import Capture, index
-from cmi_datasource.capture.dmpmqmsg import read_dump, write_dump
-from cmi_datasource.catalog import partition_target, slice_batches
-from cmi_datasource.dump_writer import DatasetToWrite, WriteOptions, build_messages
+from cmi_datasource import Capture
+from cmi_datasource.engine import index
+from cmi_datasource.transports.mq.dmpmqmsg import read_dump, write_dump
+from cmi_datasource.engine.decode import slice_batches
+from cmi_datasource.engine.plan import partition_target
+from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
+
+from cmi_datasource.transports import capture_format
+
+from support import build_mq_messages
+
+DMPMQMSG = capture_format("dmpmqmsg")
 
 N = 20_000
 TABLE = pa.table({
@@ -24,7 +32,7 @@ def big_dump(tmp_path_factory):
     # 1000-byte messages and a 31-byte observation: records straddle nearly every message.
     path = tmp_path_factory.mktemp("big") / "big.dmp"
     with open(path, "wb") as f:
-        write_dump(f, build_messages([DatasetToWrite(TABLE, "LIB", "BIG")],
+        write_dump(f, build_mq_messages([DatasetToWrite(TABLE, "LIB", "BIG")],
                                      options=WriteOptions(max_message_bytes=1000, deterministic_seed="big")))
     return str(path)
 
@@ -32,7 +40,7 @@ def big_dump(tmp_path_factory):
 def test_planning_keeps_only_the_start_of_large_payloads(tmp_path):
     path = tmp_path / "wide.dmp"
     with open(path, "wb") as f:
-        write_dump(f, build_messages([DatasetToWrite(TABLE, "LIB", "BIG")]))  # 32 KiB messages
+        write_dump(f, build_mq_messages([DatasetToWrite(TABLE, "LIB", "BIG")]))  # 32 KiB messages
     cap = Capture.open(str(path))
     observation_messages = [m for m in cap.messages if m.length > index.KEEP_BYTES]
     assert observation_messages and all(m.is_partial and len(m.payload) == index.KEEP_BYTES
@@ -105,19 +113,19 @@ def test_planning_decodes_no_observation(spark, tmp_path, big_dump):
 def test_index_is_built_once_per_file_version(tmp_path, monkeypatch):
     path = tmp_path / "q.dmp"
     with open(path, "wb") as f:
-        write_dump(f, build_messages([DatasetToWrite(TABLE.slice(0, 10), "LIB", "SMALL")]))
+        write_dump(f, build_mq_messages([DatasetToWrite(TABLE.slice(0, 10), "LIB", "SMALL")]))
     index._MEMORY.clear()
-    first = index.indexed(str(path))
+    first = index.indexed(str(path), DMPMQMSG)
     index._MEMORY.clear()  # a new Python worker: only the disk cache is left
 
-    def no_rescan(_):
+    def no_rescan(*_):
         raise AssertionError("the file was scanned again")
 
     monkeypatch.setattr(index, "scan", no_rescan)
-    assert index.indexed(str(path)) == first
+    assert index.indexed(str(path), DMPMQMSG) == first
     monkeypatch.undo()
     os.utime(path, ns=(1, 1))  # a changed file is scanned again
-    assert index.indexed(str(path)) == first
+    assert index.indexed(str(path), DMPMQMSG) == first
 
 
 @pytest.mark.parametrize("chunk", [64, 1000, 4096])
@@ -133,12 +141,12 @@ def test_index_cache_keeps_only_the_newest_files(tmp_path, monkeypatch):
     for n in range(3):
         path = tmp_path / f"q{n}.dmp"
         with open(path, "wb") as f:
-            write_dump(f, build_messages([DatasetToWrite(TABLE.slice(0, 5), "LIB", f"S{n}")]))
-        index.indexed(str(path))
-        os.utime(index._cache_file(index.file_key(str(path))), (n + 1, n + 1))  # written in order
+            write_dump(f, build_mq_messages([DatasetToWrite(TABLE.slice(0, 5), "LIB", f"S{n}")]))
+        index.indexed(str(path), DMPMQMSG)
+        os.utime(index._cache_file(index.index_key(str(path), DMPMQMSG)), (n + 1, n + 1))  # written in order
     kept = sorted(os.listdir(tmp_path / "cache"))
     assert len(kept) == 2
-    assert os.path.basename(index._cache_file(index.file_key(str(tmp_path / "q0.dmp")))) not in kept
+    assert os.path.basename(index._cache_file(index.index_key(str(tmp_path / "q0.dmp"), DMPMQMSG))) not in kept
     index._MEMORY.clear()
 
 
@@ -148,7 +156,7 @@ def test_a_spark_worker_freezes_long_lived_objects_after_its_first_partition(big
     import gc
     from pyspark.sql.types import DoubleType, StringType, StructField, StructType
     from cmi_datasource.spark import source
-    from cmi_datasource.spark.options import ReadOptions
+    from cmi_datasource.engine.options import ReadOptions
     schema = StructType([StructField("ID", DoubleType()), StructField("CODE", StringType()),
                          StructField("X", DoubleType())])
     reader = source.CmiReader(ReadOptions.parse({"path": big_dump}), schema)
@@ -169,14 +177,14 @@ def test_a_capture_is_freed_by_reference_counting_alone(samples_dir, monkeypatch
     # layout error (an exception's traceback would hold the capture in a cycle).
     import gc
     import weakref
-    from cmi_datasource import catalog
+    from cmi_datasource.engine import capture
     from cmi_datasource.errors import DatasetLayoutError
     gc.collect()
     gc.disable()
     try:
         cap = Capture.open(samples_dir)
         cap.attachments_table(), cap.variables_table(), cap.files_table(), cap.dataset_table("SALES.MONTHLY")
-        monkeypatch.setattr(catalog, "read_layout", lambda *a: (_ for _ in ()).throw(DatasetLayoutError("bad")))
+        monkeypatch.setattr(capture, "read_layout", lambda *a: (_ for _ in ()).throw(DatasetLayoutError("bad")))
         cap._layouts.clear()
         with pytest.raises(DatasetLayoutError):
             cap.layout(next(a for a in cap.attachments if a.entry.attachment_type == 1))

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cmi_datasource.catalog import Capture
-from cmi_datasource.dump_writer import DatasetToWrite, WriteOptions, write_attachments_dump
+from cmi_datasource.engine.capture import Capture
+from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
 
 # (MQ Encoding, CCSID): x86 + UTF-8, AIX + Latin-1, z/OS + EBCDIC.
 CASES = [(546, 1208), (273, 819), (785, 37)]

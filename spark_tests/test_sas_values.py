@@ -11,7 +11,7 @@ import pytest
 
 from cmi_datasource.arrow.strings import fixed_width_from_strings, strings_from_fixed_width
 from cmi_datasource.charsets import code_page
-from cmi_datasource.mq.encoding import FloatFormat, float_format, integer_order
+from cmi_datasource.encoding import FloatFormat, float_format, integer_order
 from cmi_datasource.payload.sas_formats import temporal_kind
 from cmi_datasource.payload.sas_numbers import decode_numbers, encode_numbers
 

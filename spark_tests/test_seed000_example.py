@@ -28,7 +28,7 @@ import struct
 import pytest
 
 from cmi_datasource import Capture
-from cmi_datasource.catalog import files_table
+from cmi_datasource.engine.tables import files_table
 
 HEADER_CID = bytes.fromhex("11111111111111111111111111111111" "00000000" "00000000")
 MSG_CID = bytes.fromhex("22222222222222222222222222222222" "00000000" "00000000")

@@ -9,7 +9,7 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql.types import DateType, DoubleType, StringType, TimestampNTZType, TimeType
 
-from cmi_datasource.dump_writer import DatasetToWrite, WriteOptions, write_attachments_dump
+from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
 
 pytestmark = pytest.mark.spark
 

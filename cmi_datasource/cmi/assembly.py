@@ -14,34 +14,24 @@ attachment unusable and are reported on it.
 from __future__ import annotations
 
 import itertools
-import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..charsets import CharsetPolicy, CodePage, UnknownCcsid
+from ..encoding import integer_order
 from ..errors import AttachmentError, CmiFormatError, IncompleteAttachmentError, UnsupportedEncodingError
-from ..messages import PhysicalMessage
-from ..mq.encoding import integer_order
-from ..mq.mqmd import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE
-from ..mq.segments import IncompleteSegments
-from .header import KEY_SIZE, AttachmentEntry, CmiHeader, parse_header
-
-SEQUENCE_ZERO_TAIL = bytes(4)
+from ..messages import PhysicalMessage, UnjoinedMessage
+from .correl import (KEY, MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, count_correl_id, is_sequenced,
+                     sequence_number)
+from .header import AttachmentEntry, CmiHeader, parse_header
+from .wire import FieldReader, WireFormat
 
 ROLE_HEADER = "header"
 ROLE_APPLICATION = "application"
 ROLE_COUNT = "count"
 ROLE_SEQUENCED = "sequenced"
 ROLE_OTHER = "other"
-
-
-def count_correl_id(key: bytes) -> bytes:
-    return key + bytes(8)
-
-
-def sequence_correl_id(key: bytes, k: int) -> bytes:
-    return key + k.to_bytes(4, "big") + SEQUENCE_ZERO_TAIL
 
 
 def message_code_page(message: PhysicalMessage, charsets: CharsetPolicy) -> CodePage:
@@ -137,8 +127,8 @@ def _dedupe(messages: Iterable[PhysicalMessage]) -> Dict[bytes, List[PhysicalMes
 
 def _choose_sequence_order(candidates: List[Tuple[bytes, PhysicalMessage]],
                            expected: Optional[int]) -> str:
-    big = {int.from_bytes(c[16:20], "big") for c, _ in candidates}
-    little = {int.from_bytes(c[16:20], "little") for c, _ in candidates}
+    big = {sequence_number(c, "big") for c, _ in candidates}
+    little = {sequence_number(c, "little") for c, _ in candidates}
     def is_one_to_expected(numbers) -> bool:  # without building 1..N from an untrusted N
         return len(numbers) == expected and min(numbers) == 1 and max(numbers) == expected
 
@@ -151,21 +141,21 @@ def _choose_sequence_order(candidates: List[Tuple[bytes, PhysicalMessage]],
     return "little" if little and max(little) < max(big) else "big"
 
 
-def _segment_problem(broken: IncompleteSegments, key: bytes) -> str:
-    correl = broken.correl_id
+def _unjoined_problem(unjoined: UnjoinedMessage, key: bytes) -> str:
+    correl = unjoined.correl_id
     if correl == count_correl_id(key):
         what = "the count message"
-    elif correl[20:24] == SEQUENCE_ZERO_TAIL:
-        what = f"sequenced message {int.from_bytes(correl[16:20], 'big')}"
+    elif is_sequenced(correl):
+        what = f"sequenced message {sequence_number(correl, 'big')}"
     else:
         what = f"message {correl.hex().upper()}"
-    return f"{what} was segmented and cannot be joined: {broken.reason}"
+    return f"{what} {unjoined.reason}"
 
 
 def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = CharsetPolicy(),
-             incomplete_segments: Sequence[IncompleteSegments] = ()) -> Assembly:
-    """Attachments of the logical messages; ``incomplete_segments`` (segment groups that could
-    not be joined) are named in the problems of the attachments they belong to."""
+             unjoined: Sequence[UnjoinedMessage] = ()) -> Assembly:
+    """Attachments of the logical messages; ``unjoined`` (logical messages a transport could not
+    rebuild from their pieces) are named in the problems of the attachments they belong to."""
     headers: List[PhysicalMessage] = []
     subordinates: List[PhysicalMessage] = []
     for m in messages:
@@ -179,8 +169,8 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
     by_correl = _dedupe(subordinates)
     by_key: Dict[bytes, List[Tuple[bytes, PhysicalMessage]]] = defaultdict(list)
     for correl, group in by_correl.items():
-        if correl[16:20] != SEQUENCE_ZERO_TAIL and correl[20:24] == SEQUENCE_ZERO_TAIL:
-            by_key[correl[:KEY_SIZE]].extend((correl, m) for m in group)
+        if is_sequenced(correl):
+            by_key[correl[KEY]].extend((correl, m) for m in group)
 
     roles: Dict[Tuple[str, int], Tuple[str, Optional[bytes], Optional[int]]] = {}
     attachments: List[Attachment] = []
@@ -220,22 +210,22 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                 if cm.length != 4:
                     att.problems.append(f"count message has {cm.length} bytes, not 4")
                 else:
-                    (att.expected,) = struct.unpack(integer_order(cm.descriptor.encoding) + "i",
-                                                    cm.payload)
+                    wire = WireFormat(integer_order(cm.descriptor.encoding))
+                    att.expected = FieldReader(cm.payload, wire, cm.location).int32("message count")
                     if att.expected < 0:
                         att.problems.append(f"count message holds {att.expected}")
             candidates = by_key.get(entry.key, [])
             if candidates:
                 order = _choose_sequence_order(candidates, att.expected)
                 for correl_id, m in candidates:
-                    k = int.from_bytes(correl_id[16:20], order)
+                    k = sequence_number(correl_id, order)
                     _assign(roles, m, (ROLE_SEQUENCED, entry.key, k))
                     if k in att.sequenced:
                         att.problems.append(f"sequenced message {k} has conflicting duplicates")
                     att.sequenced[k] = m
-            for unjoined in incomplete_segments:
-                if unjoined.correl_id[:KEY_SIZE] == entry.key:
-                    att.problems.append(_segment_problem(unjoined, entry.key))
+            for lost in unjoined:
+                if lost.correl_id[KEY] == entry.key:
+                    att.problems.append(_unjoined_problem(lost, entry.key))
             attachments.append(att)
     # Duplicates that were dropped take the role of the message they repeat.
     for m, groups in [(m, by_correl) for m in subordinates] + [(m, header_groups) for m in headers]:

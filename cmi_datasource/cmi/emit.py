@@ -1,18 +1,32 @@
 """Physical messages for CMI attachments, in the order writers put them (contract section 2):
-header, application message, then per attachment sequenced 1..N and the count message last."""
+header, application message, then per attachment sequenced 1..N and the count message last.
+
+They come out transport-neutral (``OutgoingMessage``); a transport's writer gives each the
+envelope of its own (``transports/mq``: an MQMD) and writes them."""
 from __future__ import annotations
 
 import hashlib
 import os
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence
 
 from ..charsets import CodePage
-from ..mq.mqmd import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, Descriptor
-from .assembly import count_correl_id, sequence_correl_id
+from ..messages import Descriptor
+from .correl import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, count_correl_id, sequence_correl_id
 from .header import AttachmentEntry, CmiHeader, build_header
 from .wire import FieldWriter, WireFormat
+
+
+@dataclass(frozen=True)
+class OutgoingMessage:
+    """One message to send: what CMI says of it (``descriptor``), its payload, a message id and
+    the time it is put, as seconds since 1970 (UTC)."""
+
+    descriptor: Descriptor
+    payload: bytes
+    msg_id: bytes
+    put_time: float
 
 
 @dataclass(frozen=True)
@@ -45,31 +59,26 @@ class IdSource:
 def attachment_messages(attachments: Sequence[OutgoingAttachment], *, application_message: bytes,
                         codepage: CodePage, encoding: int, wire: WireFormat, ids: IdSource,
                         original_msg_type: int = 8, put_timestamp: Optional[float] = None,
-                        deterministic: bool = False) -> Iterator[Tuple[Descriptor, bytes]]:
+                        deterministic: bool = False) -> Iterator[OutgoingMessage]:
     """Messages streamed in writer order; N is counted as the payloads go by, so no
     attachment is ever held in memory whole."""
-    when = time.gmtime(0 if deterministic else (put_timestamp or time.time()))
-    put_date = time.strftime("%Y%m%d", when)
-    put_time = time.strftime("%H%M%S", when) + "00"
+    when = 0.0 if deterministic else (put_timestamp or time.time())
     header_correl, message_correl = ids.key_correl_id(), ids.key_correl_id()
     entries = [AttachmentEntry(a.attachment_type, ids.key_correl_id(), a.qualifier1, a.qualifier2,
                                a.description) for a in attachments]
     header = CmiHeader(header_correl, original_msg_type, bytes(24), message_correl, tuple(entries), wire)
 
-    def descriptor(msg_type: int, correl_id: bytes) -> Descriptor:
-        return Descriptor(version=2, msg_type=msg_type, encoding=encoding, ccsid=codepage.ccsid,
-                          format="        ", persistence=1, priority=0, msg_id=ids.take(24),
-                          correl_id=correl_id, put_date=put_date, put_time=put_time,
-                          put_appl_type=6, put_appl_name="cmi-datasource".ljust(28))
+    def message(msg_type: int, correl_id: bytes, payload: bytes) -> OutgoingMessage:
+        return OutgoingMessage(Descriptor(msg_type, correl_id, encoding, codepage.ccsid), payload,
+                               ids.take(24), when)
 
-    yield descriptor(MSGTYPE_CMI_HEADER, header_correl), build_header(header, codepage)
-    yield descriptor(MSGTYPE_CMI_SUBORDINATE, message_correl), application_message
+    yield message(MSGTYPE_CMI_HEADER, header_correl, build_header(header, codepage))
+    yield message(MSGTYPE_CMI_SUBORDINATE, message_correl, application_message)
     for entry, attachment in zip(entries, attachments):
         count = 0
         for count, payload in enumerate(attachment.payloads, start=1):
-            yield descriptor(MSGTYPE_CMI_SUBORDINATE, sequence_correl_id(entry.key, count)), payload
-        yield (descriptor(MSGTYPE_CMI_SUBORDINATE, count_correl_id(entry.key)),
-               FieldWriter(wire).int32(count).getvalue())
+            yield message(MSGTYPE_CMI_SUBORDINATE, sequence_correl_id(entry.key, count), payload)
+        yield message(MSGTYPE_CMI_SUBORDINATE, count_correl_id(entry.key), FieldWriter(wire).int32(count).getvalue())
 
 
 def header_groups(attachments: Sequence[OutgoingAttachment], codepage: CodePage, wire: WireFormat,

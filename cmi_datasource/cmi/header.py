@@ -1,4 +1,5 @@
-"""The CMI attachment header message (MsgType 100000), parsed and built."""
+"""The CMI attachment header message (MsgType 100000), parsed and built from one record table
+(``cmi/records.py``: ``HEADER`` then ``ATTACHMENT_ENTRY`` per attachment)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,20 +7,15 @@ from typing import List, Tuple
 
 from ..charsets import CodePage
 from ..errors import AttachmentError, CmiFormatError, Location
+from .correl import KEY
+from .records import ATTACHMENT_ENTRY, HEADER, min_record_size, read_record, write_record
 from .wire import FieldReader, FieldWriter, WireFormat
-
-CORREL_ID_SIZE = 24
-KEY_SIZE = 16
 
 ATTACHMENT_DATASET = 1
 ATTACHMENT_TEXT_FILE = 2
 ATTACHMENT_BINARY_FILE = 3
 ATTACHMENT_KINDS = {ATTACHMENT_DATASET: "dataset", ATTACHMENT_TEXT_FILE: "text",
                     ATTACHMENT_BINARY_FILE: "binary"}
-
-# Smallest encoding of one attachment entry: type, correlid, three empty int-length strings,
-# two version ints. Bounds the declared attachment count before anything is allocated.
-_MIN_ENTRY_BYTES = 4 + CORREL_ID_SIZE + 3 * 4 + 4 + 4
 
 # Conventions tried in order; the contract's defaults first.
 WIRE_CANDIDATES: Tuple[Tuple[int, bool], ...] = ((4, True), (4, False), (8, True), (8, False))
@@ -37,7 +33,7 @@ class AttachmentEntry:
 
     @property
     def key(self) -> bytes:
-        return self.correl_id[:KEY_SIZE]
+        return self.correl_id[KEY]
 
     @property
     def kind(self) -> str:
@@ -62,30 +58,22 @@ class CmiHeader:
 
 def _parse_with(payload: bytes, wire: WireFormat, codepage: CodePage, location: Location) -> CmiHeader:
     r = FieldReader(payload, wire, location.at_payload)
-    header_correl_id = r.raw(CORREL_ID_SIZE, "header correlid")
-    original_msg_type = r.long("original msg type")
-    original_correl_id = r.raw(CORREL_ID_SIZE, "original msg correlid")
-    message_correl_id = r.raw(CORREL_ID_SIZE, "message correlid")
-    at = r.pos
-    count = r.int32("number of attachments")
-    if count < 0 or count * _MIN_ENTRY_BYTES > r.remaining:
+    head = read_record(r, HEADER)
+    count = head["attachment_count"]
+    # The smallest entry bounds the declared count before anything is allocated.
+    if count < 0 or count * min_record_size(ATTACHMENT_ENTRY, wire.long_size, wire.terminated) > r.remaining:
         raise CmiFormatError(f"header declares {count} attachments but only {r.remaining} bytes follow",
-                             location.at_payload(at))
+                             location.at_payload(r.pos - 4))
     entries: List[AttachmentEntry] = []
     for _ in range(count):
-        attachment_type = r.int32("attachment type")
-        correl_id = r.raw(CORREL_ID_SIZE, "attachment correlid")
-        q1 = r.string("qualifier 1", length_is_int=True)
-        q2 = r.string("qualifier 2", length_is_int=True)
-        desc = r.string("attachment description", length_is_int=True)
-        minor = r.int32("minor version")
-        major = r.int32("major version")
-        entries.append(AttachmentEntry(attachment_type, correl_id, codepage.decode(q1),
-                                       codepage.decode(q2), codepage.decode(desc), minor, major))
+        e = read_record(r, ATTACHMENT_ENTRY)
+        entries.append(AttachmentEntry(e["attachment_type"], e["correl_id"], codepage.decode(e["qualifier1"]),
+                                       codepage.decode(e["qualifier2"]), codepage.decode(e["description"]),
+                                       e["minor_version"], e["major_version"]))
     if r.remaining:
         raise CmiFormatError(f"{r.remaining} bytes left after the header", location.at_payload(r.pos))
-    return CmiHeader(header_correl_id, original_msg_type, original_correl_id, message_correl_id,
-                     tuple(entries), wire)
+    return CmiHeader(head["header_correl_id"], head["original_msg_type"], head["original_correl_id"],
+                     head["message_correl_id"], tuple(entries), wire)
 
 
 def parse_header(payload: bytes, order: str, codepage: CodePage, location: Location) -> CmiHeader:
@@ -105,11 +93,15 @@ def parse_header(payload: bytes, order: str, codepage: CodePage, location: Locat
 
 def build_header(header: CmiHeader, codepage: CodePage) -> bytes:
     w = FieldWriter(header.wire)
-    w.raw(header.header_correl_id).long(header.original_msg_type)
-    w.raw(header.original_correl_id).raw(header.message_correl_id).int32(len(header.attachments))
+    write_record(w, HEADER, {"header_correl_id": header.header_correl_id,
+                             "original_msg_type": header.original_msg_type,
+                             "original_correl_id": header.original_correl_id,
+                             "message_correl_id": header.message_correl_id,
+                             "attachment_count": len(header.attachments)})
     for e in header.attachments:
-        w.int32(e.attachment_type).raw(e.correl_id)
-        for text in (e.qualifier1, e.qualifier2, e.description):
-            w.string(codepage.encode(text), length_is_int=True)
-        w.int32(e.minor_version).int32(e.major_version)
+        write_record(w, ATTACHMENT_ENTRY, {
+            "attachment_type": e.attachment_type, "correl_id": e.correl_id,
+            "qualifier1": codepage.encode(e.qualifier1), "qualifier2": codepage.encode(e.qualifier2),
+            "description": codepage.encode(e.description), "minor_version": e.minor_version,
+            "major_version": e.major_version})
     return w.getvalue()

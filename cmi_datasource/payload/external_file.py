@@ -16,7 +16,7 @@ from ..cmi.records import FILE_PROLOGUE, read_record, write_record
 from ..cmi.wire import FieldReader, FieldWriter, WireFormat
 from ..errors import AttachmentError, FileLayoutError, Location, ValueConversionError
 from ..messages import PhysicalMessage
-from ..mq.encoding import integer_order
+from ..encoding import integer_order
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from ..compiled import kernel
 from ..errors import (DatasetLayoutError, Location, TruncatedError, UnsupportedEncodingError,
                       ValueConversionError)
 from ..messages import PhysicalMessage
-from ..mq.encoding import FloatFormat, float_format, integer_order
+from ..encoding import FloatFormat, float_format, integer_order
 from .sas_formats import KIND_DATE, KIND_DATETIME, KIND_TIME, display_format, temporal_kind
 from .sas_numbers import decode_number_fields
 

@@ -19,7 +19,7 @@ from ..charsets import CodePage
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, write_record
 from ..cmi.wire import FieldWriter, WireFormat
 from ..errors import CmiEncodeError
-from ..mq.encoding import FloatFormat
+from ..encoding import FloatFormat
 from .sas_dataset import (EPOCH_SHIFT_DAYS, EPOCH_SHIFT_SECONDS, MAX_CHARACTER_LENGTH, RECORD_DATASET,
                           RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES, SasVariable)
 from .sas_formats import split_display_format

@@ -11,7 +11,7 @@ from typing import Sequence, Tuple
 import numpy as np
 
 from ..compiled import kernel
-from ..mq.encoding import FloatFormat
+from ..encoding import FloatFormat
 
 # SAS missing "." in IEEE: sign and exponent all ones, tag byte 0xFE (ReadStat's rule).
 IEEE_MISSING_DOT = np.uint64(0xFFFFFE0000000000)

@@ -1,5 +1,6 @@
 """``spark.read.format("cmi")`` and ``df.write.format("cmi")``: SAS datasets and files in captured
-CMI message-queue traffic (IBM MQ dmpmqmsg dumps and binary MQGET captures).
+CMI message-queue traffic (IBM MQ dmpmqmsg dumps and binary MQGET captures, and every other
+transport of ``cmi_datasource.transports``).
 
 Reading (runnable in a notebook after ``pip install cmi-datasource``)::
 
@@ -12,6 +13,8 @@ Read options (names are case-insensitive):
 
 - ``path`` (via ``load()``): a capture file, a directory (read recursively), a glob, or a list
   of them. Attachments may span files of one load.
+- ``format``: the capture format of every file (``dmpmqmsg``, ``mqget``, ...); by default each
+  file's format is recognised from its first bytes.
 - ``view``: ``dataset`` (default, the observations of one SAS dataset), ``attachments`` (one row
   per attachment), ``variables`` (one row per variable per dataset, like PROC CONTENTS),
   ``files`` (one row per external file), ``messages`` (one row per physical message).
@@ -39,7 +42,6 @@ Write options: ``dataset`` (default ``WORK.DATA``), ``encoding`` (546, 273 or 78
 from __future__ import annotations
 
 import gc
-from collections import OrderedDict
 from typing import Iterator, List
 
 import pyarrow as pa
@@ -47,12 +49,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from ..capture.paths import resolve_paths
-from ..catalog import (VIEW_SCHEMAS, Capture, DatasetSlice, files_table, messages_table, partition_target,
-                       slice_batches)
-from ..index import file_key
-from ..payload.sas_dataset import arrow_schema
-from .options import ReadOptions, SparkWriteOptions
+from ..engine.options import ReadOptions, SaveOptions
+from ..engine.views import view
 from .writer import CmiWriter
 
 _WORKER_SETTLED = False
@@ -69,26 +67,6 @@ def _settle_worker() -> None:
         gc.collect()
         gc.freeze()
         _WORKER_SETTLED = True
-
-
-_CAPTURE_CACHE: "OrderedDict[tuple, Capture]" = OrderedDict()
-_CAPTURE_CACHE_SIZE = 4
-
-
-def open_capture(options: ReadOptions) -> Capture:
-    """Open (or reuse, within one Python worker) the capture for these paths and charsets.
-
-    The key is each file's index key (size, mtime and a CRC of its ends), so a changed file is read again.
-    """
-    files = resolve_paths(options.paths)
-    key = (tuple(file_key(f) for f in files), options.charsets)
-    capture = _CAPTURE_CACHE.get(key)
-    if capture is None:
-        capture = Capture.open(files, options.charsets)
-        _CAPTURE_CACHE[key] = capture
-        while len(_CAPTURE_CACHE) > _CAPTURE_CACHE_SIZE:
-            _CAPTURE_CACHE.popitem(last=False)
-    return capture
 
 
 def spark_schema(arrow: pa.Schema) -> StructType:
@@ -114,29 +92,23 @@ class CmiDataSource(DataSource):
     def read_options(self) -> ReadOptions:
         return ReadOptions.parse(dict(self.options))
 
-    def _dataset_arrow_schema(self) -> pa.Schema:
-        o = self.read_options
-        capture = open_capture(o)
-        chosen = capture.select_datasets(o.dataset, o.attachment)
-        return arrow_schema(capture.layout(chosen[0]), o.temporal)
-
     def schema(self) -> StructType:
         o = self.read_options
-        if o.view == "dataset":
-            return spark_schema(self._dataset_arrow_schema())
-        return spark_schema(VIEW_SCHEMAS[o.view])
+        return spark_schema(view(o.view).schema(o))
 
     def reader(self, schema: StructType) -> "CmiReader":
         return CmiReader(self.read_options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> CmiWriter:
-        return CmiWriter(SparkWriteOptions.parse(dict(self.options)), schema, overwrite)
+        return CmiWriter(SaveOptions.parse(dict(self.options)), schema, overwrite)
 
 
 class CmiPartition(InputPartition):
-    def __init__(self, kind: str, value):
+    """One partition of a view: ``value`` is what the view planned for it (views.py)."""
+
+    def __init__(self, view_name: str, value):
         super().__init__(value)
-        self.kind = kind
+        self.view_name = view_name
 
 
 class CmiReader(DataSourceReader):
@@ -146,41 +118,12 @@ class CmiReader(DataSourceReader):
 
     def partitions(self) -> List[CmiPartition]:
         o = self.options
-        capture = open_capture(o)
-        if o.view == "dataset":
-            chosen = capture.select_datasets(o.dataset, o.attachment)
-            total = sum(capture.layout(a).observation_bytes for a in chosen)
-            target = partition_target(total, o.max_partition_bytes, o.min_partitions)
-            parts = [CmiPartition("dataset", part) for a in chosen for part in capture.dataset_slices(a, target)]
-            _settle_worker()  # the planning worker keeps the capture: 100,000 more objects
-            return parts
-        if o.view == "files":
-            return [CmiPartition("file", capture.plan(a))
-                    for a in capture.file_attachments() if a.complete] or [CmiPartition("empty", None)]
-        if o.view == "messages":
-            return [CmiPartition("messages", path) for path in capture.paths]
-        return [CmiPartition(o.view, None)]
-
-    def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        # Spark compares the batch schema with its own exactly (types, order, nullability).
-        return pa.RecordBatch.from_arrays(batch.columns, schema=self.arrow_schema)
-
-    def _table_batches(self, table: pa.Table) -> Iterator[pa.RecordBatch]:
-        for batch in table.to_batches(max_chunksize=self.options.batch_rows):
-            yield self._conform(batch)
+        parts = [CmiPartition(o.view, value) for value in view(o.view).plan(o)]
+        _settle_worker()  # a planning worker keeps the capture: 100,000 more objects
+        return parts
 
     def read(self, partition: CmiPartition) -> Iterator[pa.RecordBatch]:
-        o = self.options
-        if partition.kind == "dataset":
-            part: DatasetSlice = partition.value
-            for batch in slice_batches(part, o.batch_rows, o.temporal):
-                yield self._conform(batch)
-            _settle_worker()
-        elif partition.kind == "file":
-            yield from self._table_batches(files_table([partition.value]))
-        elif partition.kind == "messages":
-            yield from self._table_batches(messages_table(open_capture(o), partition.value))
-        elif partition.kind == "attachments":
-            yield from self._table_batches(open_capture(o).attachments_table())
-        elif partition.kind == "variables":
-            yield from self._table_batches(open_capture(o).variables_table())
+        for batch in view(partition.view_name).read(partition.value, self.options):
+            # Spark compares the batch schema with its own exactly (types, order, nullability).
+            yield pa.RecordBatch.from_arrays(batch.columns, schema=self.arrow_schema)
+        _settle_worker()

@@ -1,4 +1,5 @@
-"""``df.write.format("cmi")``: DataFrames as CMI attachments in a dmpmqmsg dump.
+"""``df.write.format("cmi")``: DataFrames as CMI attachments in a dmpmqmsg dump (the default
+write format of ``engine/write.py``).
 
 Tasks stream their partition to an Arrow spill file under ``<dir>/_cmi_temporary/<job>/``
 and report row counts and the longest encoded value of each string column (SAS
@@ -22,15 +23,13 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from ..capture.dmpmqmsg import write_dump
 from ..charsets import code_page
 from ..cmi.emit import OutgoingAttachment, header_groups
-from ..dump_writer import (DETERMINISTIC_CREATED, FileToWrite, dataset_attachment, file_attachment,
-                           stream_messages)
-from ..errors import CmiOptionError
-from ..errors import CmiEncodeError, CmiError
+from ..engine.options import SaveOptions
+from ..engine.write import DEFAULT_WRITE_FORMAT, FileToWrite, dataset_attachment, file_attachment, stream_messages
+from ..errors import CmiEncodeError, CmiError, CmiOptionError
 from ..payload.sas_dataset_writer import check_schema, merge_lengths, string_lengths
-from .options import SparkWriteOptions
+from ..transports import capture_format
 
 STAGING_DIR = "_cmi_temporary"
 DUMP_PREFIX = "cmi-"
@@ -79,7 +78,7 @@ def previous_dumps(directory: str) -> List[str]:
 
 
 class CmiWriter(DataSourceArrowWriter):
-    def __init__(self, options: SparkWriteOptions, schema: StructType, overwrite: bool):
+    def __init__(self, options: SaveOptions, schema: StructType, overwrite: bool):
         self.options = options
         self.overwrite = overwrite
         self.arrow_schema = _arrow_schema_with_metadata(schema)
@@ -179,10 +178,10 @@ class CmiWriter(DataSourceArrowWriter):
             assembling = os.path.join(self.staging, "dump.tmp")
             with open(assembling, "wb") as out:
                 messages_out = (m for group in groups for m in stream_messages(group, o.codec))
-                write_dump(out, messages_out, queue_manager="", queue="",
-                           created=DETERMINISTIC_CREATED if o.codec.deterministic_seed else None,
-                           comments=[WRITER_MARK, f"Dataset = {o.dataset_name}" if o.kind == "dataset"
-                                     else f"Files = {o.kind}"])
+                capture_format(DEFAULT_WRITE_FORMAT).write(
+                    out, messages_out, deterministic=o.codec.deterministic_seed is not None,
+                    comments=[WRITER_MARK, f"Dataset = {o.dataset_name}" if o.kind == "dataset"
+                              else f"Files = {o.kind}"])
             replaced = previous_dumps(o.directory) if self.overwrite else []
             final = os.path.join(o.directory, f"{DUMP_PREFIX}{o.dataset_name.lower()}-{self.job_id}{DUMP_SUFFIX}")
             os.replace(assembling, final)

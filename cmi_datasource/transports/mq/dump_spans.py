@@ -20,17 +20,16 @@ length and CRC-32 planning recorded.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from ..compiled import kernel
-from ..errors import CmiFormatError, Location
-from ..messages import MessageSpan, crc32
+from ...compiled import kernel
+from ...errors import CmiFormatError, Location
+from ...messages import MessageSpan
+from ..base import SpanPayloads, parse_span
 from .dmpmqmsg import parse_dump
 from .hex_lines import PAIR_VALUES, decode_hex, line_end
-from .readers import parse_span
 
 _NL, _CR, _SPACE, _X, _A, _N, _STAR = (ord(c) for c in "\n\r XAN*")
 
@@ -96,46 +95,6 @@ def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, length
             w = span_w
         hw += h
     return starts.shape[0], w, hw
-
-
-@dataclass
-class SpanPayloads:
-    """Payloads of consecutive spans: span i's first heads[i] bytes (or all of it, when shorter)
-    are ``head[head_starts[i]:...]``, the rest is ``data[data_starts[i]:data_starts[i + 1]]``.
-
-    ``buffer[:room]`` in front of ``data`` is free: a reader of rows may put the start of a
-    row there that began in the previous piece."""
-
-    spans: List[MessageSpan]
-    lengths: np.ndarray  # whole payload length of each span
-    heads: np.ndarray
-    head: np.ndarray
-    head_starts: np.ndarray
-    buffer: np.ndarray
-    room: int
-    data_starts: np.ndarray  # len(spans) + 1 offsets into data
-
-    @property
-    def data(self) -> np.ndarray:
-        return self.buffer[self.room:self.room + int(self.data_starts[-1])]
-
-    def content_keys(self, skip: np.ndarray):
-        """(length, CRC-32) of each span's payload from byte skip[i] on, as lists: what planning
-        recorded of the message once MQ headers are removed (``PhysicalMessage.content_key``)."""
-        head, data = memoryview(self.head), memoryview(self.data)
-        head_from = (self.head_starts + skip).tolist()
-        head_to = (self.head_starts + np.minimum(self.heads, self.lengths)).tolist()
-        data_starts = self.data_starts.tolist()
-        crcs = [crc32(data[a:b], crc32(head[c:d]))
-                for a, b, c, d in zip(data_starts, data_starts[1:], head_from, head_to)]
-        return (self.lengths - skip).tolist(), crcs
-
-    def head_of(self, i: int) -> memoryview:
-        start = int(self.head_starts[i])
-        return memoryview(self.head)[start:start + min(int(self.heads[i]), int(self.lengths[i]))]
-
-    def data_of(self, i: int) -> memoryview:
-        return memoryview(self.data)[int(self.data_starts[i]):int(self.data_starts[i + 1])]
 
 
 PIECE_BYTES = 8 << 20  # file text read and decoded per kernel call

@@ -1,4 +1,5 @@
-"""Reader options: parsed once, validated with messages that name the option."""
+"""Read and write options: parsed once from the strings Spark (or a caller) hands over, and
+validated with messages that name the option."""
 from __future__ import annotations
 
 import json
@@ -8,17 +9,15 @@ from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
 
 from ..charsets import CCSID_CODECS, CharsetPolicy
-from ..dump_writer import WriteOptions
+from ..encoding import ENCODING_BIG_ENDIAN, ENCODING_LITTLE_ENDIAN, ENCODING_ZOS
 from ..errors import CmiOptionError
-from ..mq.encoding import ENCODING_BIG_ENDIAN, ENCODING_LITTLE_ENDIAN, ENCODING_ZOS
+from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES
+from .write import WriteOptions
 
 # Room for a header with a few attachments and any one variable definition.
 MIN_MESSAGE_BYTES = 512
-from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
-
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20
-VIEWS = ("dataset", "attachments", "variables", "files", "messages")
 
 
 def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -56,7 +55,8 @@ def _ccsid(options: Mapping[str, str], key: str) -> Optional[int]:
 @dataclass(frozen=True)
 class ReadOptions:
     paths: Tuple[str, ...]
-    view: str = "dataset"
+    view: str = "dataset"  # a name in views.VIEWS, checked there
+    format: Optional[str] = None  # a capture format name; None: recognised per file
     dataset: Optional[str] = None
     attachment: Optional[str] = None
     charsets: CharsetPolicy = CharsetPolicy()
@@ -77,8 +77,7 @@ class ReadOptions:
         if not paths:
             raise CmiOptionError("no path given: spark.read.format('cmi').load('<dump file, directory or glob>')")
         view = str(options.get("view", "dataset")).strip().lower()
-        if view not in VIEWS:
-            raise CmiOptionError(f"option view must be one of {', '.join(VIEWS)}, not {view!r}")
+        capture_format = options.get("format")
         attachment = options.get("attachment")
         if attachment is not None:
             attachment = attachment.strip().upper()
@@ -86,7 +85,8 @@ class ReadOptions:
                 raise CmiOptionError(f"option attachment must be 32 hex digits (the attachment key), "
                                      f"not {options.get('attachment')!r}")
         default_ccsid = _ccsid(options, "defaultccsid") or 1208
-        return cls(paths=paths, view=view, dataset=options.get("dataset"), attachment=attachment,
+        return cls(paths=paths, view=view, format=capture_format.strip().lower() if capture_format else None,
+                   dataset=options.get("dataset"), attachment=attachment,
                    charsets=CharsetPolicy(default_ccsid, _ccsid(options, "ccsid")),
                    temporal=_bool(options, "temporaltypes", True),
                    batch_rows=_int(options, "batchrows", DEFAULT_BATCH_ROWS),
@@ -99,7 +99,7 @@ WRITE_KINDS = ("dataset", "text", "binary")
 
 
 @dataclass(frozen=True)
-class SparkWriteOptions:
+class SaveOptions:
     directory: str
     library: str
     member: str
@@ -115,7 +115,7 @@ class SparkWriteOptions:
         return f"{self.library}.{self.member}"
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "SparkWriteOptions":
+    def parse(cls, options: Mapping[str, str]) -> "SaveOptions":
         options = {str(k).lower(): v for k, v in options.items()}
         directory = options.get("path")
         if not directory:

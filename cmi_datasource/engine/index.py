@@ -1,20 +1,18 @@
 """The message index of a capture file: what planning knows without holding payloads.
 
-Scanning a file yields its physical messages with their MQ headers removed
-(``mq.envelope.unwrap``). Planning needs the full payload of only a few of them
-(attachment headers, counts, definitions); for the others it keeps the first
-``KEEP_BYTES`` bytes, the length and a CRC-32 (``messages.partial``), and re-reads the
-rest from the file when it is needed (variable definitions, an application message) or
-when a partition decodes it. Segment pieces stay whole until
-they are joined.
+Scanning a file through its capture format yields its physical messages, transport headers
+already removed. Planning needs the full payload of only a few of them (attachment headers,
+counts, definitions); for the others it keeps the first ``KEEP_BYTES`` bytes, the length and
+a CRC-32 (``messages.partial``), and re-reads the rest from the file when it is needed
+(variable definitions, an application message) or when a partition decodes it. Pieces of
+logical messages (MQ segments) stay whole until the transport joins them.
 
-The index of a file is built once per (path, size, mtime) and cached in memory and
+The index of a file is built once per (path, size, mtime, format) and cached in memory and
 in the temporary directory, so Spark's planning steps, which run in separate Python
 workers, share it.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import pickle
@@ -22,14 +20,12 @@ import tempfile
 from collections import OrderedDict
 from typing import List
 
-from .capture.readers import read_capture
-from .messages import PhysicalMessage, crc32, partial
-from .mq.envelope import unwrap
-from .mq.mqmd import MSGTYPE_CMI_HEADER
-from .mq.segments import is_segment
+from ..cmi.correl import MSGTYPE_CMI_HEADER
+from ..messages import PhysicalMessage, crc32, partial
+from ..transports import CaptureFormat
 
 KEEP_BYTES = 256  # record types, counts and dataset definitions fit; the rest is re-read on demand
-INDEX_FORMAT = 2  # bump when what is cached changes shape
+INDEX_FORMAT = 3  # bump when what is cached changes shape
 CACHE_DIR = os.path.join(tempfile.gettempdir(), "cmi-datasource-index")
 _MEMORY: "OrderedDict[tuple, List[PhysicalMessage]]" = OrderedDict()
 _MEMORY_FILES = 16
@@ -42,20 +38,10 @@ def slim(message: PhysicalMessage) -> PhysicalMessage:
     return partial(message, KEEP_BYTES)
 
 
-def _with_captured_length(original: PhysicalMessage, unwrapped: PhysicalMessage) -> PhysicalMessage:
-    if unwrapped.envelope is None:
-        return unwrapped
-    return dataclasses.replace(unwrapped, envelope=dataclasses.replace(
-        unwrapped.envelope, captured_length=original.length))
-
-
-def scan(path: str) -> List[PhysicalMessage]:
-    """Unwrapped messages of one capture file; large payloads partial except segment pieces."""
-    out = []
-    for message in read_capture(path):
-        unwrapped = _with_captured_length(message, unwrap(message))
-        out.append(unwrapped if is_segment(unwrapped) else slim(unwrapped))
-    return out
+def scan(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
+    """Messages of one capture file; large payloads partial except pieces still to be joined."""
+    is_piece = fmt.transport.is_piece
+    return [m if is_piece(m) else slim(m) for m in fmt.scan(path)]
 
 
 FINGERPRINT_BYTES = 64 << 10
@@ -70,17 +56,21 @@ def file_key(path: str) -> tuple:
         head = f.read(FINGERPRINT_BYTES)
         f.seek(max(stat.st_size - FINGERPRINT_BYTES, 0))
         tail = f.read(FINGERPRINT_BYTES)
-    return (os.path.abspath(path), stat.st_size, stat.st_mtime_ns, crc32(tail, crc32(head)),
-            INDEX_FORMAT)
+    return (os.path.abspath(path), stat.st_size, stat.st_mtime_ns, crc32(tail, crc32(head)))
 
 
 def _cache_file(key: tuple) -> str:
     return os.path.join(CACHE_DIR, hashlib.sha256(repr(key).encode()).hexdigest() + ".pickle")
 
 
-def indexed(path: str) -> List[PhysicalMessage]:
-    """``scan(path)``, from the memory or disk cache when the file has not changed."""
-    key = file_key(path)
+def index_key(path: str, fmt: CaptureFormat) -> tuple:
+    """What an index is cached by: the file's identity, its format and the index's own shape."""
+    return file_key(path) + (fmt.name, INDEX_FORMAT)
+
+
+def indexed(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
+    """``scan(path, fmt)``, from the memory or disk cache when the file has not changed."""
+    key = index_key(path, fmt)
     found = _MEMORY.get(key)
     if found is not None:
         _MEMORY.move_to_end(key)
@@ -90,7 +80,7 @@ def indexed(path: str) -> List[PhysicalMessage]:
         with open(cache_file, "rb") as f:
             found = pickle.load(f)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-        found = scan(path)
+        found = scan(path, fmt)
         _store(cache_file, found)
     _MEMORY[key] = found
     while len(_MEMORY) > _MEMORY_FILES:

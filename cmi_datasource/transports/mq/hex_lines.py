@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiled import kernel
+from ...compiled import kernel
 
 _NL, _SPACE, _X = (ord(c) for c in "\n X")
 _BAD_PAIR = 0x100

@@ -10,14 +10,16 @@ from __future__ import annotations
 import struct
 from typing import BinaryIO, Iterable, Iterator, Tuple
 
-from ..errors import Location, TruncatedError, CmiFormatError
-from ..layout import BIG, LITTLE
-from ..messages import PhysicalMessage
-from ..mq.mqmd import MQMD_STRUC_ID, MQMD_V1, MQMD_V2, Descriptor, descriptor_from_bytes, descriptor_to_bytes
+from ...errors import CmiFormatError, Location, TruncatedError
+from ...layout import BIG, LITTLE, Field, Layout
+from ...messages import PhysicalMessage
+from .message import mq_message
+from .mqmd import MQMD, MQMD_STRUC_ID, MQMD_V1, MQMD_V2, descriptor_from_bytes, descriptor_to_bytes
 
 ASCII_MAGIC = MQMD_STRUC_ID.encode("ascii")
 EBCDIC_MAGIC = MQMD_STRUC_ID.encode("cp037")
-_LENGTH = struct.Struct(">I")
+# What follows each MQMD, always big-endian whatever the MQMD's byte order; then the data.
+DATA_LENGTH = Layout("MQGET data length", (Field("data_length", "I"),))
 
 
 class CaptureFormatError(CmiFormatError):
@@ -37,7 +39,7 @@ def _mqmd_shape(data: bytes, pos: int, location: Location) -> Tuple[str, int, st
         raise TruncatedError("capture ends inside an MQMD", location)
     codec = "latin-1" if magic == ASCII_MAGIC else "cp037"
     for order in (BIG, LITTLE):
-        (version,) = struct.unpack_from(order + "i", data, pos + 4)
+        (version,) = struct.unpack_from(order + "i", data, pos + MQMD_V1.offsets["version"])
         if version in (1, 2):
             return order, version, codec
     raise CaptureFormatError("MQMD Version is neither 1 nor 2 in either byte order", location)
@@ -49,15 +51,15 @@ def parse_capture(data: bytes, source: str, base_offset: int = 0, first_index: i
         where = Location(source, index, base_offset + pos)
         order, version, codec = _mqmd_shape(data, pos, where)
         size = (MQMD_V2 if version == 2 else MQMD_V1).size
-        if len(data) - pos < size + _LENGTH.size:
+        if len(data) - pos < size + DATA_LENGTH.size:
             raise TruncatedError(f"capture ends inside message {index}'s MQMD or length", where)
-        descriptor = descriptor_from_bytes(data, pos, order, version, codec, where)
-        (length,) = _LENGTH.unpack_from(data, pos + size)
-        start = pos + size + _LENGTH.size
+        mqmd = descriptor_from_bytes(data, pos, order, version, codec, where)
+        length = DATA_LENGTH.unpack(data, pos + size, BIG, where)["data_length"]
+        start = pos + size + DATA_LENGTH.size
         if length > len(data) - start:
             raise TruncatedError(f"message declares {length} data bytes; {len(data) - start} remain", where)
         end = start + length
-        yield PhysicalMessage(descriptor, data[start:end], source, index, base_offset + pos, base_offset + end)
+        yield mq_message(mqmd, data[start:end], source, index, base_offset + pos, base_offset + end)
         pos, index = end, index + 1
 
 
@@ -67,11 +69,11 @@ def read_capture_file(path: str) -> Iterator[PhysicalMessage]:
     yield from parse_capture(data, path)
 
 
-def write_capture(out: BinaryIO, messages: Iterable[Tuple[Descriptor, bytes]], order: str = LITTLE,
+def write_capture(out: BinaryIO, messages: Iterable[Tuple[MQMD, bytes]], order: str = LITTLE,
                   codec: str = "latin-1") -> int:
     count = 0
     for count, (descriptor, payload) in enumerate(messages, start=1):
         out.write(descriptor_to_bytes(descriptor, order, codec))
-        out.write(_LENGTH.pack(len(payload)))
+        out.write(DATA_LENGTH.pack({"data_length": len(payload)}, BIG))
         out.write(payload)
     return count

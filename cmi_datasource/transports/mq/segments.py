@@ -10,67 +10,62 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
 
-from ..messages import MessageSpan, PhysicalMessage
+from ...messages import PhysicalMessage, UnjoinedMessage
+from .message import MqDetails, mqmd_of
 from .mqmd import MQMF_LAST_SEGMENT, MQMF_SEGMENT
 
 SEGMENT_FLAGS = MQMF_SEGMENT | MQMF_LAST_SEGMENT
 
 
-@dataclass(frozen=True)
-class IncompleteSegments:
-    correl_id: bytes
-    group_id: bytes
-    msg_seq_number: int
-    reason: str
-    parts: Tuple[MessageSpan, ...]
-
-
 def is_segment(message: PhysicalMessage) -> bool:
-    return message.descriptor is not None and bool(message.descriptor.msg_flags & SEGMENT_FLAGS)
+    mqmd = mqmd_of(message)
+    return mqmd is not None and bool(mqmd.msg_flags & SEGMENT_FLAGS)
 
 
 def _join(pieces: List[PhysicalMessage]):
     """A joined logical message, or the reason it cannot be joined."""
     by_offset: Dict[int, PhysicalMessage] = {}
     for p in pieces:
-        other = by_offset.get(p.descriptor.offset)
+        offset = mqmd_of(p).offset
+        other = by_offset.get(offset)
         if other is not None and other.payload != p.payload:
-            return f"two different segments at offset {p.descriptor.offset}"
-        by_offset.setdefault(p.descriptor.offset, p)
+            return f"two different segments at offset {offset}"
+        by_offset.setdefault(offset, p)
     ordered = [by_offset[o] for o in sorted(by_offset)]
     expected = 0
     for p in ordered:
-        if p.descriptor.offset > expected:
-            return f"gap: bytes {expected} to {p.descriptor.offset} are missing"
-        if p.descriptor.offset < expected:
-            return f"segments overlap at offset {p.descriptor.offset}"
+        offset = mqmd_of(p).offset
+        if offset > expected:
+            return f"gap: bytes {expected} to {offset} are missing"
+        if offset < expected:
+            return f"segments overlap at offset {offset}"
         expected += len(p.payload)
-    last = [p for p in ordered if p.descriptor.msg_flags & MQMF_LAST_SEGMENT]
+    last = [p for p in ordered if mqmd_of(p).msg_flags & MQMF_LAST_SEGMENT]
     if not last:
         return f"the last segment is missing (have {expected} bytes in {len(ordered)} segments)"
     if last[0] is not ordered[-1]:
         return "a segment follows the one marked last"
     first = ordered[0]
-    descriptor = dataclasses.replace(first.descriptor, offset=0,
-                                     msg_flags=first.descriptor.msg_flags & ~SEGMENT_FLAGS)
+    mqmd = dataclasses.replace(first.details.mqmd, offset=0, msg_flags=first.details.mqmd.msg_flags & ~SEGMENT_FLAGS)
     # Exact duplicates stay among the parts: they are the same logical message, and the messages
     # view gives them its role.
-    every_piece = sorted(pieces, key=lambda p: (p.descriptor.offset, p.source, p.index))
-    return dataclasses.replace(first, descriptor=descriptor, payload=b"".join(p.payload for p in ordered),
+    every_piece = sorted(pieces, key=lambda p: (mqmd_of(p).offset, p.source, p.index))
+    return dataclasses.replace(first, details=MqDetails(mqmd, first.details.envelope),
+                               payload=b"".join(p.payload for p in ordered),
                                parts=tuple(p.span for p in every_piece))
 
 
-def join_segments(messages: Sequence[PhysicalMessage]) -> Tuple[List[PhysicalMessage], List[IncompleteSegments]]:
+def join_segments(messages: Sequence[PhysicalMessage]) -> Tuple[List[PhysicalMessage], List[UnjoinedMessage]]:
     """Logical messages in capture order (a joined one where its first piece stood), and the
     segment groups that could not be joined."""
     groups: "OrderedDict[tuple, List[PhysicalMessage]]" = OrderedDict()
     slots: List[object] = []
     for m in messages:
         if is_segment(m):
-            key = (m.descriptor.group_id, m.descriptor.msg_seq_number)
+            mqmd = mqmd_of(m)
+            key = (mqmd.group_id, mqmd.msg_seq_number)
             if key not in groups:
                 groups[key] = []
                 slots.append(key)
@@ -78,7 +73,7 @@ def join_segments(messages: Sequence[PhysicalMessage]) -> Tuple[List[PhysicalMes
         else:
             slots.append(m)
     logical: List[PhysicalMessage] = []
-    incomplete: List[IncompleteSegments] = []
+    incomplete: List[UnjoinedMessage] = []
     for slot in slots:
         if isinstance(slot, PhysicalMessage):
             logical.append(slot)
@@ -86,8 +81,9 @@ def join_segments(messages: Sequence[PhysicalMessage]) -> Tuple[List[PhysicalMes
         pieces = groups[slot]
         joined = _join(pieces)
         if isinstance(joined, str):
-            incomplete.append(IncompleteSegments(pieces[0].descriptor.correl_id, slot[0], slot[1], joined,
-                                                 tuple(p.span for p in pieces)))
+            incomplete.append(UnjoinedMessage(pieces[0].descriptor.correl_id,
+                                              f"was segmented and cannot be joined: {joined}",
+                                              tuple(p.span for p in pieces)))
         else:
             logical.append(joined)
     return logical, incomplete

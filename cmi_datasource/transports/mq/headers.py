@@ -6,7 +6,7 @@ so z/OS dumps carry them in EBCDIC; ``struc_id_matches`` accepts either.
 """
 from __future__ import annotations
 
-from ..layout import Field, Layout
+from ...layout import Field, Layout
 
 def _mqh_fields(struc_id: bytes, struc_length: int):
     """The fields every "MQH*"-style header starts with (MQMDE, MQRFH2, MQCIH, ...)."""

@@ -2,7 +2,7 @@
 
 The table carries, per field: the MQMD name (snake case), struct code, default,
 whether it is a character field, and the 3-letter attribute code the dmpmqmsg
-text dump uses for it. The binary layout, the ``Descriptor`` class and the dump
+text dump uses for it. The binary layout, the ``MQMD`` class and the dump
 reader/writer are all derived from this one table.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-from ..layout import Field, Layout
+from ...layout import Field, Layout
 
 BLANK8 = b" " * 8
 
@@ -89,24 +89,20 @@ MQMF_LAST_SEGMENT = 0x04
 MQMF_MSG_IN_GROUP = 0x08
 MQMF_LAST_MSG_IN_GROUP = 0x10
 
-# MsgType values used by CMI.
-MSGTYPE_CMI_HEADER = 100000
-MSGTYPE_CMI_SUBORDINATE = 100001
-
-Descriptor = dataclasses.make_dataclass(
-    "Descriptor",
+MQMD = dataclasses.make_dataclass(
+    "MQMD",
     [(f.name, object, dataclasses.field(default=f.default)) for f in MQMD_FIELDS],
     frozen=True,
     namespace={"__doc__": "An MQMD's fields: ints as int, character fields as str, ids as bytes."},
 )
-Descriptor.__module__ = __name__  # so descriptors pickle (make_dataclass would leave "types")
+MQMD.__module__ = __name__  # so descriptors pickle (make_dataclass would leave "types")
 
 MQMD_STRUC_ID = "MD  "
 
 
 def descriptor_from_bytes(buf: bytes, offset: int, order: str, version: int, codec: str,
-                          location=None) -> Descriptor:
-    """A Descriptor from a binary MQMD (version 1 or 2); character fields decoded with ``codec``."""
+                          location=None) -> MQMD:
+    """An MQMD from its binary form (version 1 or 2); character fields decoded with ``codec``."""
     layout = MQMD_V2 if version >= 2 else MQMD_V1
     raw = layout.unpack(buf, offset, order, location)
     values = {}
@@ -117,11 +113,11 @@ def descriptor_from_bytes(buf: bytes, offset: int, order: str, version: int, cod
             # than making the message unreadable.
             values[f.name] = v.decode(codec, errors="replace") if f.kind == "text" else v
     values["version"] = min(version, 2)
-    return Descriptor(**values)
+    return MQMD(**values)
 
 
-def descriptor_to_bytes(descriptor: Descriptor, order: str, codec: str) -> bytes:
-    """The binary MQMD of a Descriptor (its own version decides 324 or 364 bytes)."""
+def descriptor_to_bytes(descriptor: MQMD, order: str, codec: str) -> bytes:
+    """The binary form of an MQMD (its own version decides 324 or 364 bytes)."""
     layout = MQMD_V2 if descriptor.version >= 2 else MQMD_V1
     values = {}
     for f in MQMD_FIELDS:

@@ -1,9 +1,13 @@
-"""MQ Encoding numbers: which byte order integers use and which float format numbers use."""
+"""Encoding numbers: which byte order a message's integers use and which float format its numbers use.
+
+The CMI contract (section 2) states both in IBM MQ's Encoding numbering, whatever transport carried
+the message: every transport gives its messages' ``Descriptor.encoding`` in these numbers (an MQ
+message has it in its MQMD; a TIB/RV or MQTT message gets it from the transport's own rules)."""
 from __future__ import annotations
 
 from enum import Enum
 
-from ..layout import BIG, LITTLE
+from .layout import BIG, LITTLE
 
 MQENC_INTEGER_MASK = 0x0F
 MQENC_INTEGER_NORMAL = 0x01

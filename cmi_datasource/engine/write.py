@@ -1,29 +1,30 @@
-"""Arrow -> CMI attachments -> dmpmqmsg dump text: the reverse direction, without Spark.
+"""Writing: Arrow tables and files -> CMI attachments -> messages -> a transport's capture file.
 
-Used by the sample generator and the tests today, and by the Spark write path.
+The reverse direction, without Spark: used by the Spark write path, the sample generator and
+the tests. The messages come out transport-neutral (``cmi.emit.OutgoingMessage``); a capture
+format of the registry (by default IBM MQ's dmpmqmsg) writes them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 import contextlib
 import itertools
-from typing import BinaryIO, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import BinaryIO, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 import pyarrow as pa
 
-from .capture.dmpmqmsg import write_dump
-from .charsets import code_page
-from .cmi.emit import IdSource, OutgoingAttachment, attachment_messages
-from .cmi.header import ATTACHMENT_BINARY_FILE, ATTACHMENT_DATASET, ATTACHMENT_TEXT_FILE
-from .cmi.wire import WireFormat
-from .mq.encoding import ENCODING_LITTLE_ENDIAN, float_format, integer_order
-from .errors import CmiEncodeError
-from .mq.mqmd import Descriptor
-from .payload.external_file import binary_records, file_payloads, text_records
-from .payload.sas_dataset_writer import MAX_MESSAGE_BYTES, DatasetEncoder, plan_variables, string_lengths
+from ..charsets import code_page
+from ..cmi.emit import IdSource, OutgoingAttachment, OutgoingMessage, attachment_messages
+from ..cmi.header import ATTACHMENT_BINARY_FILE, ATTACHMENT_DATASET, ATTACHMENT_TEXT_FILE
+from ..cmi.wire import WireFormat
+from ..encoding import ENCODING_LITTLE_ENDIAN, float_format, integer_order
+from ..errors import CmiEncodeError
+from ..payload.external_file import binary_records, file_payloads, text_records
+from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, DatasetEncoder, plan_variables, string_lengths
+from ..transports import capture_format
 
 DEFAULT_BINARY_LRECL = 256
-DETERMINISTIC_CREATED = "Sat Jan  1 00:00:00 2000"
+DEFAULT_WRITE_FORMAT = "dmpmqmsg"
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def _encodable(codepage, what: str):
 
 
 def stream_messages(attachments: Sequence[OutgoingAttachment],
-                    options: WriteOptions) -> Iterator[Tuple[Descriptor, bytes]]:
+                    options: WriteOptions) -> Iterator[OutgoingMessage]:
     codepage = code_page(options.ccsid)
     with _encodable(codepage, "the application message"):
         application = codepage.encode(options.application_message)
@@ -117,7 +118,7 @@ def stream_messages(attachments: Sequence[OutgoingAttachment],
 
 
 def build_messages(datasets: Sequence[DatasetToWrite] = (), files: Sequence[FileToWrite] = (),
-                   options: WriteOptions = WriteOptions()) -> List[Tuple[Descriptor, bytes]]:
+                   options: WriteOptions = WriteOptions()) -> List[OutgoingMessage]:
     """All physical messages of one header carrying the given attachments (held in memory)."""
     codepage = code_page(options.ccsid)
     outgoing = [dataset_attachment(d.table.schema, string_lengths(d.table, codepage), d.table.num_rows,
@@ -129,7 +130,8 @@ def build_messages(datasets: Sequence[DatasetToWrite] = (), files: Sequence[File
 
 def write_attachments_dump(out: BinaryIO, datasets: Sequence[DatasetToWrite] = (),
                            files: Sequence[FileToWrite] = (), options: WriteOptions = WriteOptions(),
-                           queue_manager: str = "QM1", queue: str = "SAS.CMI.QUEUE") -> int:
-    messages = build_messages(datasets, files, options)
-    created = DETERMINISTIC_CREATED if options.deterministic_seed is not None else None
-    return write_dump(out, messages, queue_manager=queue_manager, queue=queue, created=created)
+                           format: str = DEFAULT_WRITE_FORMAT, **format_options) -> int:
+    """One header's attachments written as a capture file in ``format``; ``format_options`` go to
+    that format's writer (dmpmqmsg: ``queue_manager``, ``queue`` for the file header)."""
+    return capture_format(format).write(out, build_messages(datasets, files, options),
+                                        deterministic=options.deterministic_seed is not None, **format_options)

@@ -21,10 +21,11 @@ from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..errors import DumpSyntaxError, Location, TruncatedError
-from ..messages import PhysicalMessage
-from ..mq.mqmd import FIELDS_BY_DUMP_CODE, MQMD_FIELDS, Descriptor
+from ...errors import DumpSyntaxError, Location, TruncatedError
+from ...messages import PhysicalMessage
 from .hex_lines import PAIR_VALUES, x_lines, x_run
+from .message import mq_message
+from .mqmd import FIELDS_BY_DUMP_CODE, MQMD, MQMD_FIELDS
 
 DEFAULT_DATA_WIDTH = 25  # bytes per X line, as dmpmqmsg writes by default
 STRING_ESCAPE = ord("~")
@@ -165,8 +166,8 @@ def _hex_of_x_line(line: bytes) -> bytes:
 
 def _finish(record: _MessageRecord, source: str, index: int, end: int) -> PhysicalMessage:
     payload = b"".join(record.data_parts)
-    descriptor = Descriptor(**record.attributes) if record.has_descriptor else None
-    return PhysicalMessage(descriptor, payload, source, index, record.start, end)
+    mqmd = MQMD(**record.attributes) if record.has_descriptor else None
+    return mq_message(mqmd, payload, source, index, record.start, end)
 
 
 def _decode_hex(hex_lines: List[Tuple[int, bytes]], source: str, index: int, start: int) -> bytes:
@@ -329,7 +330,7 @@ def read_dump(path: str, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[Physic
 # Writing
 
 
-def _attribute_lines(descriptor: Descriptor) -> Iterator[bytes]:
+def _attribute_lines(descriptor: MQMD) -> Iterator[bytes]:
     version = descriptor.version
     for field in MQMD_FIELDS:
         if field.dump_code is None or (field.version > 1 and version < 2):
@@ -359,7 +360,7 @@ def dump_header(queue_manager: str = "", queue: str = "", created: Optional[str]
     return ("\n".join(lines) + "\n\n").encode("latin-1")
 
 
-def format_message(descriptor: Optional[Descriptor], payload: bytes, index: Optional[int] = None,
+def format_message(descriptor: Optional[MQMD], payload: bytes, index: Optional[int] = None,
                    data_width: int = DEFAULT_DATA_WIDTH) -> bytes:
     """One message record as dmpmqmsg writes it (with ``-di`` when ``index`` is given)."""
     lines: List[bytes] = []
@@ -372,7 +373,7 @@ def format_message(descriptor: Optional[Descriptor], payload: bytes, index: Opti
     return b"\n".join(lines) + b"\n" + x_lines(payload, data_width) + b"\n"
 
 
-def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[Descriptor], bytes]], *,
+def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[MQMD], bytes]], *,
                queue_manager: str = "", queue: str = "", created: Optional[str] = None,
                data_width: int = DEFAULT_DATA_WIDTH, with_index: bool = True,
                comments: Sequence[str] = ()) -> int:

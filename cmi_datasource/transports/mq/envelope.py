@@ -20,19 +20,20 @@ import dataclasses
 import struct
 from typing import List, Optional, Tuple
 
-from ..charsets import UnknownCcsid, code_page
-from ..errors import CmiFormatError, TruncatedError
-from ..messages import Envelope, PhysicalMessage
-from .encoding import integer_order
+from ...charsets import UnknownCcsid, code_page
+from ...encoding import integer_order
+from ...errors import CmiFormatError, TruncatedError
+from ...messages import PhysicalMessage
 from .headers import (FORMAT_DEAD_LETTER, FORMAT_MD_EXTENSION, FORMAT_RFH2, FORMAT_XMIT, MQCCSI_INHERIT,
                       MQDLH, MQH_COMMON, MQMDE, MQMDE_V2_DEFAULTS, MQMDE_V2_FIELDS, MQRFH2, MQXQH,
                       struc_id_is_ebcdic, struc_id_matches)
-from .mqmd import MQMD_V1, Descriptor, descriptor_from_bytes
+from .message import Envelope, MqDetails, mqmd_of, neutral_descriptor
+from .mqmd import MQMD, MQMD_V1, descriptor_from_bytes
 
 _ENVELOPE_FORMATS = (FORMAT_XMIT, FORMAT_MD_EXTENSION, FORMAT_DEAD_LETTER)
 
 
-def has_envelope(descriptor: Optional[Descriptor]) -> bool:
+def has_envelope(descriptor: Optional[MQMD]) -> bool:
     if descriptor is None:
         return False
     name = descriptor.format.strip()
@@ -110,12 +111,13 @@ def _what_follows(header: dict, ccsid: int) -> Tuple[int, int, str]:
 
 
 def unwrap(message: PhysicalMessage) -> PhysicalMessage:
-    """The message with its MQ headers removed and its descriptor the one that describes the data.
+    """The message with its MQ headers removed and its descriptor the one that describes the data
+    (``header_length`` counts the bytes removed).
 
     A header that cannot be walked (cut short, a length past the end) leaves the message
     as captured, with the reason in ``envelope.problem``, so the messages view shows it.
     """
-    outer = message.descriptor
+    outer = mqmd_of(message)
     if not has_envelope(outer):
         return message
     payload = message.payload
@@ -180,9 +182,11 @@ def unwrap(message: PhysicalMessage) -> PhysicalMessage:
                 break
     except (CmiFormatError, UnicodeDecodeError) as e:
         problem = str(e) if isinstance(e, CmiFormatError) else f"a header's Format is not valid {e.encoding}"
-        return dataclasses.replace(message, envelope=Envelope(outer, tuple(headers), problem=problem))
+        return dataclasses.replace(message, details=MqDetails(outer, Envelope(outer, tuple(headers),
+                                                                              problem=problem)))
     if not headers:
         return message
     effective = dataclasses.replace(descriptor, encoding=encoding, ccsid=ccsid, format=fmt)
-    return dataclasses.replace(message, descriptor=effective, payload=payload[pos:],
-                               envelope=Envelope(outer, tuple(headers), **info))
+    return dataclasses.replace(message, descriptor=neutral_descriptor(effective), payload=payload[pos:],
+                               header_length=pos,
+                               details=MqDetails(effective, Envelope(outer, tuple(headers), **info)))

@@ -1,1 +1,0 @@
-"""Capture containers: files that hold physical messages (IBM MQ text dumps, ...)."""

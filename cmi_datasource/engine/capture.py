@@ -1,0 +1,225 @@
+"""Opening a capture: the files of one load, their formats, their messages and the attachments.
+
+``Capture.open(paths)`` resolves the paths, finds each file's capture format (by its first
+bytes, or the ``format`` option), reads each file's message index, lets each transport join
+its pieces into logical messages and assembles the CMI attachments. This is the Spark-free
+API: ``Capture.open(paths).dataset_table()`` gives the same rows as
+``spark.read.format("cmi").load(paths)``.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+
+from ..charsets import CharsetPolicy
+from ..cmi.assembly import Assembly, Attachment, assemble, message_code_page
+from ..cmi.header import ATTACHMENT_DATASET
+from ..errors import AttachmentError, CmiFormatError, CmiOptionError, Location
+from ..messages import PhysicalMessage, UnjoinedMessage
+from ..payload.sas_dataset import RECORD_OBSERVATIONS, DatasetLayout, RecordStream, arrow_schema, read_layout, \
+    record_type_of
+from ..transports import CaptureFormat, Transport, capture_format, detect_format
+from . import plan as planning
+from . import tables
+from .decode import reread_logical
+from .index import file_key, indexed, scan, slim
+from .paths import resolve_paths
+
+
+@dataclass(frozen=True)
+class _LayoutFailure:
+    """Why an attachment's layout could not be read, kept to raise again: not the exception
+    itself, whose traceback's frames would hold the capture in a reference cycle."""
+
+    kind: type
+    problem: str
+    location: Location
+
+
+def logical_messages(messages: Sequence[PhysicalMessage], formats: Dict[str, str]
+                     ) -> Tuple[List[PhysicalMessage], List[UnjoinedMessage]]:
+    """Each transport's messages joined by that transport; capture order kept within each."""
+    by_transport: Dict[str, List[PhysicalMessage]] = defaultdict(list)
+    transports: Dict[str, Transport] = {}
+    for m in messages:
+        transport = capture_format(formats[m.source]).transport
+        transports[transport.name] = transport
+        by_transport[transport.name].append(m)
+    logical: List[PhysicalMessage] = []
+    unjoined: List[UnjoinedMessage] = []
+    for name, group in by_transport.items():
+        joined, lost = transports[name].logical_messages(group)
+        logical.extend(joined)
+        unjoined.extend(lost)
+    return logical, unjoined
+
+
+@dataclass
+class Capture:
+    paths: List[str]
+    messages: List[PhysicalMessage]  # one per captured record, transport headers removed (index.py)
+    assembly: Assembly
+    charsets: CharsetPolicy = field(default_factory=CharsetPolicy)
+    unjoined: List[UnjoinedMessage] = field(default_factory=list)
+    formats: Dict[str, str] = field(default_factory=dict)  # capture format name of each file
+    _layouts: Dict[bytes, object] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, paths: Iterable[str], charsets: CharsetPolicy = CharsetPolicy(),
+             use_index_cache: bool = True, format: Optional[str] = None) -> "Capture":
+        """The capture files under ``paths``, through their cached message indexes; ``format``
+        names the capture format of every file instead of recognising each by its first bytes."""
+        if isinstance(paths, str):
+            paths = [paths]
+        files = resolve_paths(paths)
+        chosen: Dict[str, CaptureFormat] = {
+            f: capture_format(format) if format else detect_format(f) for f in files}
+        messages = [m for f in files for m in (indexed(f, chosen[f]) if use_index_cache else scan(f, chosen[f]))]
+        formats = {f: chosen[f].name for f in files}
+        logical, unjoined = logical_messages(messages, formats)
+        logical = [slim(m) if m.parts else m for m in logical]
+        return cls(files, messages, assemble(logical, charsets, unjoined), charsets, unjoined, formats)
+
+    @property
+    def attachments(self) -> List[Attachment]:
+        return self.assembly.attachments
+
+    def transport_of(self, message: PhysicalMessage) -> Optional[Transport]:
+        name = self.formats.get(message.source)
+        return None if name is None else capture_format(name).transport
+
+    def full(self, message: PhysicalMessage) -> PhysicalMessage:
+        """The message with its whole payload (re-read when planning kept only its start)."""
+        if not message.is_partial:
+            return message
+        return next(reread_logical([message.spans], self.formats, [message.content_key]))
+
+    def held_whole(self, messages: Sequence[PhysicalMessage]) -> Optional[List[PhysicalMessage]]:
+        """The messages when all are held whole (a capture built in memory), else None: the caller
+        then re-reads them from their files in one pass."""
+        return None if any(m.is_partial for m in messages) else list(messages)
+
+    # -- definitions ------------------------------------------------------------------------
+
+    def layout_and_observations(self, att: Attachment) -> Tuple[DatasetLayout, Optional[RecordStream]]:
+        """Dataset definitions of a complete dataset attachment and its observation stream
+        (measured, not decoded); cached, and raises on bad layouts."""
+        cached = self._layouts.get(att.key)
+        if isinstance(cached, _LayoutFailure):
+            raise cached.kind(cached.problem, cached.location)
+        if cached is None:
+            try:
+                # Definitions are decoded whole; observations are only measured.
+                messages = [self.full(m) if m.is_partial and record_type_of(m) != RECORD_OBSERVATIONS else m
+                            for m in att.ordered_messages()]
+                cached = read_layout(messages, att.header.wire,
+                                     lambda message: message_code_page(message, self.charsets))
+            except CmiFormatError as e:
+                self._layouts[att.key] = _LayoutFailure(type(e), e.problem, e.location)
+                raise
+            self._layouts[att.key] = cached
+        return cached
+
+    def layout(self, att: Attachment) -> DatasetLayout:
+        """Dataset definitions of a complete dataset attachment (cached); raises on bad layouts."""
+        return self.layout_and_observations(att)[0]
+
+    # -- plans ------------------------------------------------------------------------------
+
+    def plan(self, att: Attachment) -> planning.AttachmentPlan:
+        return planning.attachment_plan(att, self.charsets, self.formats)
+
+    def dataset_slices(self, att: Attachment, target_bytes: int) -> List[planning.DatasetSlice]:
+        return planning.dataset_slices(att, *self.layout_and_observations(att), self.charsets, self.formats,
+                                       target_bytes)
+
+    # -- selection --------------------------------------------------------------------------
+
+    def _describe(self, atts: Sequence[Attachment]) -> str:
+        return "; ".join(f"{a.entry.name} (attachment {a.key_hex}, "
+                         f"{'complete' if a.complete else 'incomplete'})" for a in atts)
+
+    def select_datasets(self, dataset: Optional[str] = None, attachment: Optional[str] = None) -> List[Attachment]:
+        """The dataset attachments a default-view read returns (several only when unionable)."""
+        datasets = [a for a in self.attachments if a.entry.attachment_type == ATTACHMENT_DATASET]
+        undescribed = sum(1 for m in self.messages if m.descriptor is None)
+        if undescribed and not self.attachments:
+            raise AttachmentError(
+                f"{undescribed} of {len(self.messages)} messages in {self.paths} have no message descriptor "
+                f"(the queue was dumped with dmpmqmsg -dN): CMI attachments are found by MsgType and "
+                f"CorrelId, so none can be assembled; option('view', 'messages') still lists the messages")
+        if attachment:
+            wanted = attachment.strip().upper()
+            chosen = [a for a in self.attachments if a.key_hex == wanted]
+            if not chosen:
+                raise CmiOptionError(f"no attachment {wanted} in {self.paths}; attachments: "
+                                     f"{self._describe(self.attachments)}")
+            if chosen[0].entry.attachment_type != ATTACHMENT_DATASET:
+                raise CmiOptionError(f"attachment {wanted} is an external file; read it with "
+                                     f"option('view', 'files')")
+        elif dataset:
+            wanted = dataset.strip().upper()
+            chosen = [a for a in datasets if a.entry.name == wanted
+                      or ("." not in wanted and a.entry.name.split(".", 1)[-1] == wanted)]
+            if not chosen:
+                raise CmiOptionError(f"no dataset {wanted} in {self.paths}; datasets: {self._describe(datasets)}")
+        else:
+            if not datasets:
+                broken = self.assembly.broken_headers
+                raise CmiOptionError(
+                    f"no SAS dataset attachments in {self.paths} ({len(self.attachments)} attachments, "
+                    f"{len(self.messages)} messages"
+                    + (f", {len(broken)} unreadable headers: {broken[0].problem}" if broken else "")
+                    + "); see option('view', 'attachments') or option('view', 'messages')")
+            chosen = [a for a in datasets if a.complete] or datasets
+        for a in chosen:
+            a.ordered_messages()  # IncompleteAttachmentError for an incomplete selection
+        schemas = [arrow_schema(self.layout(a)) for a in chosen]
+        if any(not s.equals(schemas[0], check_metadata=True) for s in schemas[1:]):
+            raise CmiOptionError(
+                "several datasets with different variables; choose one with option('dataset', 'LIB.MEMBER') "
+                f"or option('attachment', '<key>'): {self._describe(chosen)}")
+        return chosen
+
+    def file_attachments(self) -> List[Attachment]:
+        return [a for a in self.attachments if a.entry.attachment_type != ATTACHMENT_DATASET]
+
+    # -- the views as whole tables (tables.py builds them) ---------------------------------
+
+    def dataset_table(self, dataset: Optional[str] = None, attachment: Optional[str] = None,
+                      temporal: bool = True) -> pa.Table:
+        return tables.dataset_table(self, dataset, attachment, temporal)
+
+    def attachments_table(self) -> pa.Table:
+        return tables.attachments_table(self)
+
+    def variables_table(self) -> pa.Table:
+        return tables.variables_table(self)
+
+    def files_table(self) -> pa.Table:
+        return tables.capture_files_table(self)
+
+    def messages_table(self, source: Optional[str] = None) -> pa.Table:
+        return tables.messages_table(self, source)
+
+
+_OPEN: "OrderedDict[tuple, Capture]" = OrderedDict()
+_OPEN_KEPT = 4
+
+
+def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[str] = None) -> Capture:
+    """``Capture.open``, reused within one process (a Spark Python worker plans and reads many
+    times). The key holds each file's identity (size, mtime, a CRC of its ends), so a changed
+    file is read again."""
+    files = resolve_paths(paths)
+    key = (tuple(file_key(f) for f in files), charsets, format)
+    capture = _OPEN.get(key)
+    if capture is None:
+        capture = Capture.open(files, charsets, format=format)
+        _OPEN[key] = capture
+        while len(_OPEN) > _OPEN_KEPT:
+            _OPEN.popitem(last=False)
+    return capture

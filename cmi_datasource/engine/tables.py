@@ -1,0 +1,168 @@
+"""The views' schemas and their tables, built from a capture (``Capture.<view>_table()``) or,
+for external files, from plans; ``views.py`` puts them in partitions."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, Optional, Sequence
+
+import pyarrow as pa
+
+from ..cmi.assembly import ROLE_OTHER, message_code_page
+from ..cmi.header import ATTACHMENT_DATASET
+from ..errors import CmiFormatError
+from ..messages import PhysicalMessage
+from ..payload.external_file import read_external_file
+from ..payload.sas_dataset import arrow_schema, record_type_of
+from ..transports import transports
+from .decode import reread_logical, slice_batches
+from .plan import AttachmentPlan
+
+if TYPE_CHECKING:
+    from .capture import Capture
+
+ATTACHMENTS_SCHEMA = pa.schema([
+    ("attachment", pa.string()), ("kind", pa.string()), ("name", pa.string()),
+    ("description", pa.string()), ("complete", pa.bool_()), ("expected_messages", pa.int64()),
+    ("found_messages", pa.int64()), ("observations", pa.int64()), ("variables", pa.int64()),
+    ("label", pa.string()), ("message", pa.binary()), ("problem", pa.string()), ("source", pa.string()),
+])
+VARIABLES_SCHEMA = pa.schema([
+    ("dataset", pa.string()), ("attachment", pa.string()), ("position", pa.int32()), ("name", pa.string()),
+    ("type", pa.string()), ("length", pa.int32()), ("format", pa.string()), ("informat", pa.string()),
+    ("label", pa.string()),
+])
+FILES_SCHEMA = pa.schema([
+    ("attachment", pa.string()), ("name", pa.string()), ("kind", pa.string()), ("lrecl", pa.int64()),
+    ("size", pa.int64()), ("content", pa.binary()), ("text", pa.string()),
+])
+# The messages view: these columns for every transport, each transport's own between them.
+_MESSAGES_FIRST = [
+    pa.field("source", pa.string()), pa.field("index", pa.int64()), pa.field("offset", pa.int64()),
+    pa.field("transport", pa.string()), pa.field("msg_type", pa.int32()), pa.field("correl_id", pa.string()),
+    pa.field("encoding", pa.int32()), pa.field("ccsid", pa.int32()),
+]
+_MESSAGES_LAST = [
+    pa.field("role", pa.string()), pa.field("attachment", pa.string()), pa.field("sequence", pa.int64()),
+    pa.field("record_type", pa.int32()), pa.field("length", pa.int64()), pa.field("in_attachment", pa.bool_()),
+]
+
+
+def messages_schema() -> pa.Schema:
+    """The common columns and every known transport's own (a name two transports share must
+    have one type)."""
+    fields: Dict[str, pa.Field] = {f.name: f for f in _MESSAGES_FIRST}
+    for transport in transports():
+        for f in transport.message_columns:
+            known = fields.setdefault(f.name, f)
+            if not known.type.equals(f.type):
+                raise TypeError(f"transport {transport.name} gives messages column {f.name} type {f.type}, "
+                                f"another gives it {known.type}")
+    fields.update((f.name, f) for f in _MESSAGES_LAST)
+    return pa.schema(list(fields.values()))
+
+
+def _hex(raw: Optional[bytes]) -> Optional[str]:
+    return raw.hex().upper() if raw is not None else None
+
+
+def dataset_table(capture: "Capture", dataset: Optional[str] = None, attachment: Optional[str] = None,
+                  temporal: bool = True) -> pa.Table:
+    chosen = capture.select_datasets(dataset, attachment)
+    schema = arrow_schema(capture.layout(chosen[0]), temporal)
+    batches = []
+    for att in chosen:
+        [whole] = capture.dataset_slices(att, target_bytes=1 << 62)
+        held = capture.held_whole(capture.layout_and_observations(att)[1].messages) if whole.refs else []
+        batches.extend(slice_batches(whole, temporal=temporal, messages=held))
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def attachments_table(capture: "Capture") -> pa.Table:
+    rows = []
+    for a in capture.attachments:
+        observations = variables = label = None
+        problem = None if a.complete else a.why_incomplete()
+        if a.complete and a.entry.attachment_type == ATTACHMENT_DATASET:
+            try:
+                layout = capture.layout(a)
+                observations, variables = layout.observations, len(layout.variables)
+                label = layout.definition.label
+            except CmiFormatError as e:
+                problem = str(e)
+        rows.append({
+            "attachment": a.key_hex, "kind": a.entry.kind, "name": a.entry.name,
+            "description": a.entry.description, "complete": a.complete, "expected_messages": a.expected,
+            "found_messages": len(a.sequenced), "observations": observations, "variables": variables,
+            "label": label, "message": capture.full(a.application).payload if a.application else None,
+            "problem": problem, "source": a.header_message.source,
+        })
+    for broken in capture.assembly.broken_headers:
+        rows.append({"attachment": _hex(broken.message.descriptor.correl_id[:16]), "kind": "header",
+                     "name": "", "description": "", "complete": False, "expected_messages": None,
+                     "found_messages": 0, "observations": None, "variables": None, "label": None,
+                     "message": None, "problem": broken.problem, "source": broken.message.source})
+    return pa.Table.from_pylist(rows, schema=ATTACHMENTS_SCHEMA)
+
+
+def variables_table(capture: "Capture") -> pa.Table:
+    rows = []
+    for a in capture.attachments:
+        if a.entry.attachment_type != ATTACHMENT_DATASET or not a.complete:
+            continue
+        for position, v in enumerate(capture.layout(a).variables, start=1):
+            rows.append({"dataset": a.entry.name, "attachment": a.key_hex, "position": position,
+                         "name": v.name, "type": v.sas_type, "length": v.length, "format": v.format,
+                         "informat": v.informat, "label": v.label})
+    return pa.Table.from_pylist(rows, schema=VARIABLES_SCHEMA)
+
+
+def files_table(plans: Sequence[AttachmentPlan],
+                messages: Optional[Sequence[Optional[Sequence[PhysicalMessage]]]] = None) -> pa.Table:
+    """One row per external file; ``messages`` (per plan; None for a plan whose messages must be
+    re-read from disk) saves re-reading them."""
+    rows = []
+    for i, plan in enumerate(plans):
+        held = None if messages is None else messages[i]
+        sequenced = (list(reread_logical(plan.refs, plan.formats, plan.checks or None))
+                     if held is None else list(held))
+        f = read_external_file(sequenced, plan.wire, plan.kind == "text")
+        codepage = message_code_page(sequenced[0], plan.charsets)
+        rows.append({"attachment": plan.key_hex, "name": plan.name, "kind": plan.kind, "lrecl": f.lrecl,
+                     "size": f.declared_size, "content": f.content,
+                     "text": f.text(codepage, sequenced[0].location())})
+    return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)
+
+
+def capture_files_table(capture: "Capture") -> pa.Table:
+    """The complete external files (incomplete ones are listed by attachments_table)."""
+    chosen = [a for a in capture.file_attachments() if a.complete]
+    return files_table([capture.plan(a) for a in chosen],
+                       [capture.held_whole(a.ordered_messages()) for a in chosen])
+
+
+def messages_table(capture: "Capture", source: Optional[str] = None) -> pa.Table:
+    """One row per physical message (of one file, or all): where it lies, the descriptor as
+    captured, the transport's own columns, and the message's CMI role."""
+    dataset_keys = {a.key for a in capture.attachments if a.entry.attachment_type == ATTACHMENT_DATASET}
+    roles = capture.assembly.roles
+    rows = []
+    for m in capture.messages:
+        if source is not None and m.source != source:
+            continue
+        transport = capture.transport_of(m)
+        role, key, sequence = roles.get((m.source, m.index), (ROLE_OTHER, None, None))
+        record_type = None
+        whole = transport is None or not transport.is_piece(m)  # a piece's bytes start mid-message
+        if key in dataset_keys and sequence and m.length >= 4 and whole:
+            record_type = record_type_of(m)
+        row = {"source": m.source, "index": m.index, "offset": m.file_offset,
+               "transport": transport.name if transport else None, "role": role,
+               "attachment": _hex(key), "sequence": sequence, "record_type": record_type,
+               "length": m.captured_length, "in_attachment": role != ROLE_OTHER}
+        d = m.descriptor
+        if d is not None:
+            row.update({"msg_type": d.msg_type, "correl_id": _hex(d.correl_id), "encoding": d.encoding,
+                        "ccsid": d.ccsid})
+        if transport is not None:
+            row.update(transport.message_row(m))
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=messages_schema())

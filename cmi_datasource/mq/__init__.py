@@ -1,1 +1,0 @@
-"""IBM MQ structures: the message descriptor and the Encoding/CCSID rules."""

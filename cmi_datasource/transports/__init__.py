@@ -1,0 +1,116 @@
+"""The transport registry: which capture formats there are and which one a file is in.
+
+A transport is one package that exposes ``TRANSPORT`` (a ``base.Transport``), plus one line in
+``BUILTIN`` below. A transport outside this package is added at run time with ``register``, or
+for every process (Spark's Python workers included) by an entry point in the group
+``cmi_datasource.transports`` naming its ``Transport`` object. Files are matched to formats by
+their first bytes, in registration order (built-in transports first); the read option
+``format`` names one instead.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Dict, List, Optional
+
+from ..errors import CmiOptionError, Location, UnknownCaptureFormatError
+from .base import CaptureFormat, SpanPayloads, Transport
+
+# One line per transport package shipped with cmi-datasource; each exposes TRANSPORT.
+BUILTIN = (
+    "cmi_datasource.transports.mq",
+)
+ENTRY_POINT_GROUP = "cmi_datasource.transports"
+SNIFF_BYTES = 4096  # what a format's sniff() sees of a file
+
+_TRANSPORTS: Dict[str, Transport] = {}
+_FORMATS: Dict[str, CaptureFormat] = {}  # by name, in sniffing order
+_state = {"builtin": False, "entry_points": False}
+
+
+def register(transport: Transport) -> Transport:
+    """Make ``transport`` and its capture formats known in this process; returns it."""
+    _load_builtin()
+    for fmt in transport.formats:
+        owner = _FORMATS.get(fmt.name)
+        if owner is not None and owner.transport is not transport:
+            raise ValueError(f"capture format {fmt.name!r} is already registered by transport "
+                             f"{owner.transport.name!r}")
+    _TRANSPORTS[transport.name] = transport
+    for fmt in transport.formats:
+        fmt.transport = transport
+        _FORMATS[fmt.name] = fmt
+    return transport
+
+
+def unregister(transport: Transport) -> None:
+    """Forget a transport registered with ``register`` (tests, notebooks trying one out)."""
+    if _TRANSPORTS.get(transport.name) is transport:
+        del _TRANSPORTS[transport.name]
+        for fmt in transport.formats:
+            if _FORMATS.get(fmt.name) is fmt:
+                del _FORMATS[fmt.name]
+
+
+def _load_builtin() -> None:
+    if not _state["builtin"]:
+        _state["builtin"] = True
+        for module in BUILTIN:
+            register(importlib.import_module(module).TRANSPORT)
+
+
+def _load_entry_points() -> None:
+    """Transports other packages declare. Looked up only when needed (a name or a file the
+    built-in formats do not know, or the list of all transports): it scans every installed
+    distribution, which a Spark task should not pay for."""
+    _load_builtin()
+    if _state["entry_points"]:
+        return
+    _state["entry_points"] = True
+    from importlib.metadata import entry_points
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        transport = entry.load()
+        if transport.name not in _TRANSPORTS:
+            register(transport)
+
+
+def transports() -> List[Transport]:
+    """Every known transport, built-in ones first."""
+    _load_entry_points()
+    return list(_TRANSPORTS.values())
+
+
+def capture_format(name: str) -> CaptureFormat:
+    """The capture format called ``name`` (option ``format``, or recorded in a plan)."""
+    _load_builtin()
+    if name not in _FORMATS:
+        _load_entry_points()
+    found = _FORMATS.get(name)
+    if found is None:
+        raise CmiOptionError(f"option format must be one of {', '.join(_FORMATS)}, not {name!r}")
+    return found
+
+
+def _sniffed(head: bytes) -> Optional[CaptureFormat]:
+    return next((fmt for fmt in _FORMATS.values() if fmt.sniff(head)), None)
+
+
+def detect_format(path: str) -> CaptureFormat:
+    """The format of the capture file at ``path``, from its first bytes."""
+    _load_builtin()
+    with open(path, "rb") as f:
+        head = f.read(SNIFF_BYTES)
+    found = _sniffed(head)
+    if found is None:
+        _load_entry_points()
+        found = _sniffed(head)
+    if found is None:
+        described = "; ".join(f"{fmt.name} ({fmt.description})" for fmt in _FORMATS.values())
+        raise UnknownCaptureFormatError(
+            f"no capture format recognises this file, which starts with {head[:16]!r}; known formats: "
+            f"{described}. Name one with option('format', ...) if it is one of them",
+            Location(path, None, 0))
+    return found
+
+
+__all__ = ["BUILTIN", "CaptureFormat", "SpanPayloads", "Transport", "capture_format", "detect_format",
+           "register", "transports", "unregister"]

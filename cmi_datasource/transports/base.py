@@ -1,0 +1,171 @@
+"""What a transport provides: the seam between capture files and the CMI/SAS core.
+
+A ``Transport`` (IBM MQ, TIB/Rendezvous, MQTT, ...) owns one or more ``CaptureFormat``s, the
+kinds of file its traffic is captured in. A format recognises its files by their first bytes,
+lists their physical messages for the message index (its own envelopes already removed) and
+re-reads the messages a partition was planned on. The transport joins pieces into logical
+messages (MQ segments) and fills its own columns of the messages view. Nothing here knows
+a particular transport; ``transports/__init__.py`` keeps the registry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import groupby
+from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Sequence,
+                    Tuple)
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CmiFormatError, CmiOptionError, Location
+from ..messages import MessageSpan, PhysicalMessage, UnjoinedMessage, crc32
+
+# parse(data, source, base_offset, first_index): the physical messages in ``data``, a piece of the
+# file starting at byte ``base_offset`` with message ``first_index``; offsets, indexes and errors
+# are those of the whole file.
+Parse = Callable[[bytes, str, int, int], Iterator[PhysicalMessage]]
+
+
+class CaptureFormat:
+    """One kind of capture file. Subclasses set ``name`` and implement ``sniff`` and ``parse``;
+    ``scan`` and ``reread`` follow from ``parse`` and may be overridden to be faster."""
+
+    name: str = ""  # what option("format", ...) names it by, e.g. "dmpmqmsg"
+    description: str = ""  # one line: what files these are
+    transport: "Transport"  # set when the transport is registered
+
+    def sniff(self, head: bytes) -> bool:
+        """Whether a file whose first bytes are ``head`` (up to ``SNIFF_BYTES``) is in this format."""
+        raise NotImplementedError
+
+    def parse(self, data: bytes, source: str, base_offset: int = 0,
+              first_index: int = 0) -> Iterator[PhysicalMessage]:
+        """The physical messages in ``data`` (see ``Parse``), envelopes removed."""
+        raise NotImplementedError
+
+    def scan(self, path: str) -> Iterator[PhysicalMessage]:
+        """Every physical message of the file, for its message index."""
+        with open(path, "rb") as f:
+            data = f.read()
+        return self.parse(data, path)
+
+    def reread(self, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
+        """The messages at planned ``spans`` (all of one file, in the order given), as ``scan`` gave them."""
+        return read_spans(self.parse, spans)
+
+    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int],
+                       room: int = 0) -> Iterator["SpanPayloads"]:
+        """Optional fast path: the raw payloads (transport headers not removed) of many spans,
+        decoded in bulk a piece of the file at a time (``SpanPayloads``). A format without one
+        is re-read message by message."""
+        raise NotImplementedError
+
+    @property
+    def decodes_in_bulk(self) -> bool:
+        return type(self).payload_pieces is not CaptureFormat.payload_pieces
+
+    def write(self, out: BinaryIO, messages: Iterable[Any], *, comments: Sequence[str] = (),
+              deterministic: bool = False, **format_options: Any) -> int:
+        """Write ``cmi.emit.OutgoingMessage``s as a capture file; returns how many were written.
+        ``deterministic``: fixed header times, so the same messages give the same bytes."""
+        raise CmiOptionError(f"capture format {self.name} cannot be written")
+
+
+class Transport:
+    """One way CMI messages travel. The defaults suit a transport whose physical messages are
+    whole logical messages and that adds no columns to the messages view."""
+
+    name: str = ""  # e.g. "mq"
+    formats: Sequence[CaptureFormat] = ()
+    message_columns: Sequence[pa.Field] = ()  # its own columns of the messages view
+
+    def logical_messages(self, messages: Sequence[PhysicalMessage]
+                         ) -> Tuple[List[PhysicalMessage], List[UnjoinedMessage]]:
+        """Physical messages (of every file of a load) joined into logical messages, and the
+        ones that could not be joined. A joined message lists its pieces in ``parts``."""
+        return list(messages), []
+
+    def is_piece(self, message: PhysicalMessage) -> bool:
+        """Whether the message is a piece of a logical message, for ``logical_messages`` to join
+        (the message index keeps pieces whole)."""
+        return False
+
+    def message_row(self, message: PhysicalMessage) -> Dict[str, Any]:
+        """The message's values of ``message_columns``; it may also give the common columns
+        ``msg_type``, ``correl_id`` (hex), ``encoding`` and ``ccsid`` as captured, when they
+        differ from its descriptor's."""
+        return {}
+
+
+def read_spans(parse: Parse, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
+    """The messages ``parse`` finds at ``spans``, in the order given, opening each file once per run."""
+    for source, run in groupby(spans, key=lambda s: s[0]):
+        with open(source, "rb") as f:
+            for span in run:
+                f.seek(span[2])
+                yield parse_span(parse, f.read(span[3] - span[2]), span)
+
+
+def parse_span(parse: Parse, data: bytes, span: MessageSpan) -> PhysicalMessage:
+    """The one message ``parse`` finds in ``data``, the bytes of a planned span; a span that no
+    longer holds exactly one message means the file changed since planning."""
+    source, index, start, end = span
+    found: List[PhysicalMessage] = []
+    try:
+        for message in parse(data, source, start, index):
+            found.append(message)
+            if len(found) > 1:
+                break
+    except CmiFormatError:
+        if not found:
+            raise
+        # A second message began inside the span and is broken: the span is what is wrong, and
+        # the error must name the planned message, not the one the parser saw begin.
+        found.append(None)
+    if len(found) != 1:
+        raise CmiFormatError(f"expected one message between byte offsets {start} and {end}, "
+                             f"found {'none' if not found else 'more'}: the file changed since it was planned",
+                             Location(source, index, start))
+    return found[0]
+
+
+@dataclass
+class SpanPayloads:
+    """Raw payloads of consecutive spans, decoded in bulk by a format's fast path: span i's first
+    heads[i] bytes (or all of it, when shorter) are ``head[head_starts[i]:...]``, the rest is
+    ``data[data_starts[i]:data_starts[i + 1]]``. A head holds what the caller skips: transport
+    headers and a record type.
+
+    ``buffer[:room]`` in front of ``data`` is free: a reader of rows may put the start of a
+    row there that began in the previous piece."""
+
+    spans: List[MessageSpan]
+    lengths: np.ndarray  # whole payload length of each span
+    heads: np.ndarray
+    head: np.ndarray
+    head_starts: np.ndarray
+    buffer: np.ndarray
+    room: int
+    data_starts: np.ndarray  # len(spans) + 1 offsets into data
+
+    @property
+    def data(self) -> np.ndarray:
+        return self.buffer[self.room:self.room + int(self.data_starts[-1])]
+
+    def content_keys(self, skip: np.ndarray):
+        """(length, CRC-32) of each span's payload from byte skip[i] on, as lists: what planning
+        recorded of the message once transport headers are removed (``PhysicalMessage.content_key``)."""
+        head, data = memoryview(self.head), memoryview(self.data)
+        head_from = (self.head_starts + skip).tolist()
+        head_to = (self.head_starts + np.minimum(self.heads, self.lengths)).tolist()
+        data_starts = self.data_starts.tolist()
+        crcs = [crc32(data[a:b], crc32(head[c:d]))
+                for a, b, c, d in zip(data_starts, data_starts[1:], head_from, head_to)]
+        return (self.lengths - skip).tolist(), crcs
+
+    def head_of(self, i: int) -> memoryview:
+        start = int(self.head_starts[i])
+        return memoryview(self.head)[start:start + min(int(self.heads[i]), int(self.lengths[i]))]
+
+    def data_of(self, i: int) -> memoryview:
+        return memoryview(self.data)[int(self.data_starts[i]):int(self.data_starts[i + 1])]

@@ -1,0 +1,53 @@
+"""An MQ message as the transport-neutral ``PhysicalMessage`` carries it.
+
+The neutral descriptor takes MsgType, CorrelId, Encoding and CodedCharSetId from the MQMD that
+describes the data (after the header chain, ``envelope.py``); ``MqDetails`` keeps the whole
+MQMD and the headers removed, for segment joining and the messages view.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from ...messages import Descriptor, PhysicalMessage
+from .mqmd import MQMD
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """MQ header structures found (and removed) in front of a message's data."""
+
+    outer: MQMD  # the descriptor as captured
+    headers: Tuple[str, ...] = ()  # e.g. ("MQXQH", "MQMDE")
+    remote_queue: Optional[str] = None  # MQXQH: where the message was going
+    remote_qmgr: Optional[str] = None
+    dead_letter_reason: Optional[int] = None  # MQDLH
+    dead_letter_queue: Optional[str] = None  # MQDLH: the queue it could not reach
+    dead_letter_qmgr: Optional[str] = None
+    properties: Tuple[str, ...] = ()  # MQRFH2 name/value folders, as text
+    problem: Optional[str] = None  # a header that could not be walked; the data is left as it was
+
+
+@dataclass(frozen=True)
+class MqDetails:
+    mqmd: MQMD  # the descriptor that describes the data
+    envelope: Optional[Envelope] = None  # headers found in front of the data, if any
+
+
+def neutral_descriptor(mqmd: Optional[MQMD]) -> Optional[Descriptor]:
+    if mqmd is None:
+        return None
+    return Descriptor(mqmd.msg_type, mqmd.correl_id, mqmd.encoding, mqmd.ccsid)
+
+
+def mq_message(mqmd: Optional[MQMD], payload: bytes, source: str, index: int, file_offset: int,
+               file_end: int) -> PhysicalMessage:
+    """A message as captured (``None``: a dump written with -dN has no descriptor)."""
+    return PhysicalMessage(neutral_descriptor(mqmd), payload, source, index, file_offset, file_end,
+                           details=None if mqmd is None else MqDetails(mqmd))
+
+
+def mqmd_of(message: PhysicalMessage) -> Optional[MQMD]:
+    """The MQMD that describes the message's data, or None."""
+    details = message.details
+    return details.mqmd if isinstance(details, MqDetails) else None

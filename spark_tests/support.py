@@ -1,0 +1,35 @@
+"""Helpers the unit tests share: CMI traffic as IBM MQ would carry it, built in memory."""
+from __future__ import annotations
+
+from typing import List, Sequence, Tuple
+
+from cmi_datasource.cmi.assembly import assemble
+from cmi_datasource.engine.capture import Capture
+from cmi_datasource.engine.write import build_messages
+from cmi_datasource.messages import PhysicalMessage
+from cmi_datasource.transports.mq.message import mq_message
+from cmi_datasource.transports.mq.mqmd import MQMD
+from cmi_datasource.transports.mq.transport import mq_pairs
+
+MEMORY_SOURCE = "memory.dmp"
+
+
+def build_mq_messages(*args, **kwargs) -> List[Tuple[MQMD, bytes]]:
+    """``engine.write.build_messages`` as the (MQMD, payload) pairs an MQ capture holds."""
+    return mq_pairs(build_messages(*args, **kwargs))
+
+
+def physical(messages: Sequence[Tuple[MQMD, bytes]], source: str = MEMORY_SOURCE) -> List[PhysicalMessage]:
+    """(MQMD, payload) pairs -> PhysicalMessage objects as a dump of them would give."""
+    out, at = [], 0
+    for i, (d, p) in enumerate(messages):
+        out.append(mq_message(d, p, source, i, at, at + 100 + 2 * len(p)))
+        at += 101 + 2 * len(p)
+    return out
+
+
+def capture_of(messages: Sequence[PhysicalMessage]) -> Capture:
+    """A capture of messages held in memory, as if read from one dmpmqmsg dump."""
+    messages = list(messages)
+    return Capture([MEMORY_SOURCE], messages, assemble(messages),
+                   formats={source: "dmpmqmsg" for source in {m.source for m in messages} | {MEMORY_SOURCE}})
