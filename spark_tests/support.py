@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
+import pyarrow as pa
+
 from cmi_datasource.cmi.assembly import assemble
 from cmi_datasource.engine.capture import Capture
 from cmi_datasource.engine.write import build_messages
@@ -33,3 +35,13 @@ def capture_of(messages: Sequence[PhysicalMessage]) -> Capture:
     messages = list(messages)
     return Capture([MEMORY_SOURCE], messages, assemble(messages),
                    formats={source: "dmpmqmsg" for source in {m.source for m in messages} | {MEMORY_SOURCE}})
+
+
+# 1000-byte messages of 31-byte observations (see conftest's ``big_dump``): records straddle
+# nearly every message.
+STRADDLING_ROWS = 20_000
+STRADDLING_TABLE = pa.table({
+    "ID": pa.array([float(i) for i in range(STRADDLING_ROWS)]),
+    "CODE": pa.array([f"c{i % 97:03d}-{'ü' * (i % 3)}" for i in range(STRADDLING_ROWS)]),
+    "X": pa.array([i * 0.5 for i in range(STRADDLING_ROWS)]),
+})

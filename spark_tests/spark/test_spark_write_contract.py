@@ -9,12 +9,10 @@ from __future__ import annotations
 import glob
 import os
 import struct
-import sys
 
 import pytest
 from pyspark.errors import PySparkException
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import independent_parser as P
 
 pytestmark = pytest.mark.spark

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import random
 
 import pyarrow as pa
 import pytest
@@ -10,6 +11,9 @@ from pyspark.errors import PySparkException
 from pyspark.sql.types import DateType, DoubleType, StringType, TimestampNTZType, TimeType
 
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
+
+from conftest import dump_messages
+from mq_traffic import EXPECTED, plain, segmented
 
 pytestmark = pytest.mark.spark
 
@@ -144,3 +148,9 @@ def test_batch_rows_and_temporal_types_options(spark, tmp_path):
     assert raw.schema["D"].dataType == DoubleType()
     first = raw.orderBy("I").first()
     assert first["D"] == (dt.date(2000, 1, 1) - dt.date(1960, 1, 1)).days
+
+
+def test_spark_reads_segments_joined_in_the_partition(spark, tmp_path):
+    path = dump_messages(tmp_path, segmented(plain(), rng=random.Random(3)))
+    rows = spark.read.format("cmi").load(path).orderBy("ID").collect()
+    assert [r.asDict() for r in rows] == EXPECTED

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 
-import pyarrow as pa
 import pytest
 
 from cmi_datasource import Capture
@@ -11,31 +10,13 @@ from cmi_datasource.engine import index
 from cmi_datasource.transports.mq.dmpmqmsg import read_dump, write_dump
 from cmi_datasource.engine.decode import slice_batches
 from cmi_datasource.engine.plan import partition_target
-from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
+from cmi_datasource.engine.write import DatasetToWrite
 
 from cmi_datasource.transports import capture_format
 
-from support import build_mq_messages
+from support import STRADDLING_ROWS as N, STRADDLING_TABLE as TABLE, build_mq_messages
 
 DMPMQMSG = capture_format("dmpmqmsg")
-
-N = 20_000
-TABLE = pa.table({
-    "ID": pa.array([float(i) for i in range(N)]),
-    "CODE": pa.array([f"c{i % 97:03d}-{'ü' * (i % 3)}" for i in range(N)]),
-    "X": pa.array([i * 0.5 for i in range(N)]),
-})
-
-
-@pytest.fixture(scope="module")
-def big_dump(tmp_path_factory):
-    # 1000-byte messages and a 31-byte observation: records straddle nearly every message.
-    path = tmp_path_factory.mktemp("big") / "big.dmp"
-    with open(path, "wb") as f:
-        write_dump(f, build_mq_messages([DatasetToWrite(TABLE, "LIB", "BIG")],
-                                     options=WriteOptions(max_message_bytes=1000, deterministic_seed="big")))
-    return str(path)
-
 
 def test_planning_keeps_only_the_start_of_large_payloads(tmp_path):
     path = tmp_path / "wide.dmp"
@@ -68,46 +49,6 @@ def test_partition_target_follows_spark_file_sources():
     assert partition_target(0, 128, 4) == 1
     # 5 partitions' worth on 2 cores: 6 smaller ones, so that no core idles in the last wave.
     assert partition_target(5 * 1000, 1000, 2) == 834
-
-
-def test_spark_splits_one_attachment(spark, big_dump):
-    # maxPartitionBytes counts observation bytes (the decoded rows), not the dump's hex text.
-    cap = Capture.open(big_dump)
-    observation_bytes = cap.layout(cap.attachments[0]).observation_bytes
-    assert observation_bytes > 400_000
-    df = spark.read.format("cmi").option("maxPartitionBytes", "100000").load(big_dump)
-    # At most 100000 bytes each, as many as a multiple of the cores; slices end at message
-    # ends, so the last one may be a little short or long of the others.
-    cores = os.cpu_count()
-    wanted = -(-(-(-observation_bytes // 100_000)) // cores) * cores
-    assert abs(df.rdd.getNumPartitions() - wanted) <= 1
-    assert sorted(r["ID"] for r in df.collect()) == [float(i) for i in range(N)]
-    four = spark.read.format("cmi").option("minPartitions", "4").load(big_dump)
-    assert four.rdd.getNumPartitions() == 4
-    assert four.agg({"X": "sum"}).collect()[0][0] == sum(i * 0.5 for i in range(N))
-
-
-def test_planning_decodes_no_observation(spark, tmp_path, big_dump):
-    """Bytes that are no valid text in an observation: planning (schema, partitions) works, and
-    only reading the partition that holds them fails, naming the message."""
-    data = open(big_dump, "rb").read()
-    records = data.split(b"\n\n")
-    victim = len(records) // 2
-    lines = records[victim].split(b"\n")
-    x = [i for i, line in enumerate(lines) if line.startswith(b"X ")][3]
-    lines[x] = b"X " + b"FF" * ((len(lines[x]) - 2) // 2)
-    path = tmp_path / "corrupt.dmp"
-    path.write_bytes(b"\n\n".join(records[:victim] + [b"\n".join(lines)] + records[victim + 1:]))
-    df = spark.read.format("cmi").option("maxPartitionBytes", "50000").load(str(path))
-    assert df.columns == ["ID", "CODE", "X"] and df.rdd.getNumPartitions() > 5
-    with pytest.raises(Exception, match=r"CODE, observation \d+: .* is not valid UTF-8") as e:
-        df.collect()
-    assert f"message {victim - 1}," in str(e.value)  # records[0] is the file header
-    cap = Capture.open(str(path))
-    [att] = cap.attachments
-    untouched = [s for s in cap.dataset_slices(att, 100_000)
-                 if all(index != victim - 1 for ref in s.refs for _, index, _, _ in ref)]
-    assert untouched and sum(len(b) for s in untouched for b in slice_batches(s)) > 0
 
 
 def test_index_is_built_once_per_file_version(tmp_path, monkeypatch):
@@ -148,27 +89,6 @@ def test_index_cache_keeps_only_the_newest_files(tmp_path, monkeypatch):
     assert len(kept) == 2
     assert os.path.basename(index._cache_file(index.index_key(str(tmp_path / "q0.dmp"), DMPMQMSG))) not in kept
     index._MEMORY.clear()
-
-
-def test_a_spark_worker_freezes_long_lived_objects_after_its_first_partition(big_dump):
-    # PySpark's daemon collects garbage after every task: what the first partition left alive
-    # (numba's kernels, modules) goes to the permanent generation so that it is not rescanned.
-    import gc
-    from pyspark.sql.types import DoubleType, StringType, StructField, StructType
-    from cmi_datasource.spark import source
-    from cmi_datasource.engine.options import ReadOptions
-    schema = StructType([StructField("ID", DoubleType()), StructField("CODE", StringType()),
-                         StructField("X", DoubleType())])
-    reader = source.CmiReader(ReadOptions.parse({"path": big_dump}), schema)
-    [partition] = source.CmiReader(ReadOptions.parse({"path": big_dump, "minpartitions": "1"}),
-                                   schema).partitions()
-    source._WORKER_SETTLED = False
-    gc.unfreeze()
-    try:
-        assert sum(b.num_rows for b in reader.read(partition)) == N
-        assert source._WORKER_SETTLED and gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()
 
 
 def test_a_capture_is_freed_by_reference_counting_alone(samples_dir, monkeypatch):

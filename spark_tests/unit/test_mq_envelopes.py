@@ -1,99 +1,31 @@
 """MQ envelopes: transmission and dead-letter queues, MQMDE, MQRFH2, segments, binary captures.
 
-Every case is built from the structure tables (mq/headers.py, mq/mqmd.py) around the
-messages of one plain attachment, and must read back as exactly the plain dump's rows.
+Every case is built from the structure tables (mq_traffic.py) around the messages of one
+plain attachment, and must read back as exactly the plain dump's rows.
 """
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import random
-import struct
 
-import pyarrow as pa
 import pytest
 
 from cmi_datasource import Capture
 from cmi_datasource.transports.mq.mqget import write_capture
 from cmi_datasource.engine.tables import messages_table
-from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
 from cmi_datasource.errors import AttachmentError, IncompleteAttachmentError
 from cmi_datasource.layout import BIG, LITTLE
 from cmi_datasource.transports.mq.envelope import unwrap
 from cmi_datasource.transports.mq.message import mq_message
-from cmi_datasource.transports.mq.headers import MQDLH, MQMDE, MQRFH2, MQXQH
-from cmi_datasource.transports.mq.mqmd import MQMF_LAST_SEGMENT, MQMF_SEGMENT, descriptor_to_bytes
+from cmi_datasource.transports.mq.mqmd import MQMF_LAST_SEGMENT, MQMF_SEGMENT
 
 from conftest import dump_messages as write
-from support import build_mq_messages
-
-TABLE = pa.table({
-    "ID": pa.array([float(i) for i in range(400)]),
-    "NAME": pa.array([f"person {i} Ünïcode" if i % 7 else None for i in range(400)]),
-    "BORN": pa.array([dt.date(1950, 1, 1) + dt.timedelta(days=37 * i) for i in range(400)]),
-})
-
-
-def plain(encoding=546, ccsid=1208):
-    options = WriteOptions(encoding=encoding, ccsid=ccsid, max_message_bytes=1024, deterministic_seed="env")
-    return build_mq_messages([DatasetToWrite(TABLE, "LIB", "PEOPLE")], options=options)
-
-
-def order_of(d):
-    return LITTLE if d.encoding & 0x0F == 2 else BIG
-
-
-def codec_of(d):
-    return "cp037" if d.ccsid in (37, 500, 1047, 1140, 273) else "latin-1"
-
-
-def text(value: str, size: int, codec: str) -> bytes:
-    return value.ljust(size).encode(codec)
-
-
-def xmitq(d, payload):
-    """As on a transmission queue: MQXQH with the message's version-1 MQMD, then the data."""
-    codec, order = codec_of(d), order_of(d)
-    inner = dataclasses.replace(d, version=1)
-    xqh = MQXQH.pack({"struc_id": "XQH ".encode(codec), "remote_q_name": text("SAS.IN", 48, codec),
-                      "remote_q_mgr_name": text("QM.TARGET", 48, codec)}, order)
-    outer = dataclasses.replace(d, version=1, format="MQXMIT  ", msg_type=8)
-    return outer, xqh + descriptor_to_bytes(inner, order, codec) + payload
-
-
-def dead_letter(d, payload):
-    codec, order = codec_of(d), order_of(d)
-    dlh = MQDLH.pack({"struc_id": "DLH ".encode(codec), "reason": 2053, "dest_q_name": text("SAS.FULL", 48, codec),
-                      "dest_q_mgr_name": text("QM1", 48, codec), "encoding": d.encoding, "ccsid": d.ccsid,
-                      "format": d.format.encode(codec)}, order)
-    return dataclasses.replace(d, format="MQDEAD  "), dlh + payload
-
-
-def mqmde(d, payload, **fields):
-    codec = codec_of(d)
-    values = {"struc_id": "MDE ".encode(codec), "encoding": d.encoding, "ccsid": d.ccsid,
-              "format": d.format.encode(codec)}
-    values.update(fields)
-    return MQMDE.pack(values, order_of(d))
-
-
-def v1_with_mqmde(d, payload):
-    return dataclasses.replace(d, version=1, format="MQHMDE  "), mqmde(d, payload) + payload
-
-
-def rfh2(d, payload):
-    folder = b"<usr><origin>SAS</origin></usr>    "  # padded to a multiple of 4
-    header = MQRFH2.pack({"struc_id": b"RFH ", "struc_length": MQRFH2.size + 4 + len(folder),
-                          "encoding": d.encoding, "ccsid": d.ccsid, "format": d.format.encode("latin-1"),
-                          "name_value_ccsid": 1208}, order_of(d))
-    return dataclasses.replace(d, format="MQHRF2  "), header + struct.pack(order_of(d) + "i", len(folder)) + folder + payload
-
+from mq_traffic import EXPECTED, dead_letter, mqmde, plain, rfh2, segmented, v1_with_mqmde, xmitq
 
 def rows_of(path):
     return Capture.open(path).dataset_table().to_pylist()
 
 
-EXPECTED = TABLE.to_pylist()
 
 
 @pytest.mark.parametrize("wrap", [xmitq, dead_letter, v1_with_mqmde, rfh2], ids=lambda f: f.__name__)
@@ -177,29 +109,6 @@ def test_truncated_header_is_reported_and_the_data_kept(tmp_path):
     assert out.payload == message.payload and "MQXQH needs" in out.details.envelope.problem
 
 
-def segmented(messages, size=100, rng=None, with_mqmde=False):
-    """Each sequenced message cut into segments of ``size`` bytes (MQMD v2, or v1 + MQMDE)."""
-    out = []
-    for n, (d, p) in enumerate(messages):
-        if d.msg_type != 100001 or len(p) <= size:
-            out.append((d, p))
-            continue
-        group = struct.pack(">I", n) * 6
-        for offset in range(0, len(p), size):
-            flags = MQMF_SEGMENT | (MQMF_LAST_SEGMENT if offset + size >= len(p) else 0)
-            piece = p[offset:offset + size]
-            if with_mqmde:
-                out.append((dataclasses.replace(d, version=1, format="MQHMDE  "),
-                            mqmde(d, piece, group_id=group, offset=offset, msg_flags=flags) + piece))
-            else:
-                out.append((dataclasses.replace(d, version=2, group_id=group, msg_seq_number=1, offset=offset,
-                                                msg_flags=flags), piece))
-    if rng is not None:
-        out = out + rng.sample(out, len(out) // 5)  # duplicates
-        rng.shuffle(out)
-    return out
-
-
 @pytest.mark.parametrize("with_mqmde", [False, True])
 def test_segments_shuffled_and_duplicated_are_joined(tmp_path, with_mqmde):
     messages = segmented(plain(), rng=random.Random(7), with_mqmde=with_mqmde)
@@ -210,12 +119,6 @@ def test_segments_shuffled_and_duplicated_are_joined(tmp_path, with_mqmde):
     assert all(r["in_attachment"] for r in rows)
     pieces = [r for r in rows if r["msg_flags"] & MQMF_SEGMENT]
     assert pieces and all(r["role"] == "sequenced" for r in pieces)
-
-
-def test_spark_reads_segments_joined_in_the_partition(spark, tmp_path):
-    path = write(tmp_path, segmented(plain(), rng=random.Random(3)))
-    rows = spark.read.format("cmi").load(path).orderBy("ID").collect()
-    assert [r.asDict() for r in rows] == EXPECTED
 
 
 def test_a_missing_segment_makes_the_attachment_incomplete(tmp_path):

@@ -27,7 +27,7 @@ from cmi_datasource.errors import CmiFormatError, DumpSyntaxError, Location
 from cmi_datasource.encoding import FloatFormat
 from cmi_datasource.transports.mq.mqmd import MQMD
 from cmi_datasource.payload.sas_numbers import decode_number_fields
-from test_dmpmqmsg import HEADER, _random_dump
+from test_mq_dmpmqmsg import HEADER, _random_dump
 
 
 def _spans_of(path, data):
