@@ -40,6 +40,7 @@ class PhysicalMessage:
     file_end: int  # byte offset just past the message's record
     details: Any = None  # the transport's own record of the message (opaque to everything else)
     header_length: int = 0  # transport header bytes removed from the front of the captured data
+    problem: Optional[str] = None  # the capture holds the message damaged (cut short, ...): why
     parts: Tuple[MessageSpan, ...] = ()  # the pieces of a joined logical message, in order
     # Planning keeps only the first bytes of large payloads (see ``partial``): then these hold
     # the whole payload's length and CRC-32, and ``payload`` is its beginning.
@@ -85,6 +86,18 @@ class UnjoinedMessage:
     correl_id: bytes
     reason: str  # completes "<which message> ...": e.g. "was segmented and cannot be joined: ..."
     parts: Tuple[MessageSpan, ...]
+
+
+@dataclass(frozen=True)
+class OutgoingMessage:
+    """A message to send (``cmi/emit.py`` makes them): what CMI says of it, its payload, a message
+    id and the time it is put, as seconds since 1970 (UTC). A transport's writer wraps it in an
+    envelope of its own."""
+
+    descriptor: Descriptor
+    payload: bytes
+    msg_id: bytes
+    put_time: float
 
 
 def partial(message: PhysicalMessage, keep: int) -> PhysicalMessage:

@@ -112,13 +112,22 @@ def seed000_external_file(path: str) -> None:
         write_dump(out, messages, queue_manager="QM1", queue="SAS.CMI.QUEUE", created=CREATED)
 
 
+def browsed_table() -> pa.Table:
+    return pa.table({
+        "ORDER": pa.array([float(1000 + i) for i in range(20)]),
+        "ITEM": pa.array([["bolt", "nut", "washer", "gear"][i % 4] for i in range(20)]),
+        "QTY": pa.array([float((i * 7) % 13) for i in range(20)]),
+    })
+
+
 def main(out_dir: str) -> None:
     os.makedirs(out_dir, exist_ok=True)
 
-    def dump(name, datasets=(), files=(), **options):
+    def dump(name, datasets=(), files=(), format="dmpmqmsg", **options):
+        header = {"queue_manager": "QM1", "queue": "SAS.CMI.QUEUE"} if format == "dmpmqmsg" else {}
         with open(os.path.join(out_dir, name), "wb") as out:
             write_attachments_dump(out, datasets, files, WriteOptions(deterministic_seed=name, **options),
-                                   queue_manager="QM1", queue="SAS.CMI.QUEUE")
+                                   format=format, **header)
 
     dump("mixed_types.dmp", [DatasetToWrite(mixed_types_table(), "WORK", "CUSTOMERS", description="Customer extract")],
          application_message="Nightly customer extract", max_message_bytes=256)
@@ -130,6 +139,9 @@ def main(out_dir: str) -> None:
                              FileToWrite("logo.bin", content=bytes(range(256)) * 4, lrecl=100)],
          application_message="Report and logo")
     seed000_external_file(os.path.join(out_dir, "seed000_external_file.dmp"))
+    # What IBM's browse sample amqsbcg prints for the same kind of traffic (formats.md section 7).
+    dump("amqsbcg_browse.txt", [DatasetToWrite(browsed_table(), "WORK", "ORDERS", description="Orders browsed")],
+         format="amqsbcg", application_message="Orders, as amqsbcg shows them", max_message_bytes=512)
 
 
 if __name__ == "__main__":

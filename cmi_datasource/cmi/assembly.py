@@ -141,6 +141,13 @@ def _choose_sequence_order(candidates: List[Tuple[bytes, PhysicalMessage]],
     return "little" if little and max(little) < max(big) else "big"
 
 
+def _members(att: Attachment) -> List[Tuple[str, PhysicalMessage]]:
+    """The attachment's messages, each with how a problem report names it."""
+    named = [("the application message", att.application), ("the count message", att.count_message)]
+    named += [(f"sequenced message {k}", m) for k, m in sorted(att.sequenced.items())]
+    return [(what, m) for what, m in named if m is not None]
+
+
 def _unjoined_problem(unjoined: UnjoinedMessage, key: bytes) -> str:
     correl = unjoined.correl_id
     if correl == count_correl_id(key):
@@ -183,6 +190,9 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                                   f"{correl.hex().upper()}", group[1].location())
         hm = group[0]
         _assign(roles, hm, (ROLE_HEADER, None, None))
+        if hm.problem:
+            broken_headers.append(BrokenHeader(hm, f"the header message: {hm.problem}"))
+            continue
         try:
             header = parse_header(hm.payload, integer_order(hm.descriptor.encoding),
                                   message_code_page(hm, charsets), hm.location())
@@ -226,6 +236,7 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
             for lost in unjoined:
                 if lost.correl_id[KEY] == entry.key:
                     att.problems.append(_unjoined_problem(lost, entry.key))
+            att.problems.extend(f"{what}: {m.problem}" for what, m in _members(att) if m.problem)
             attachments.append(att)
     # Duplicates that were dropped take the role of the message they repeat.
     for m, groups in [(m, by_correl) for m in subordinates] + [(m, header_groups) for m in headers]:

@@ -12,21 +12,10 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Sequence
 
 from ..charsets import CodePage
-from ..messages import Descriptor
+from ..messages import Descriptor, OutgoingMessage
 from .correl import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, count_correl_id, sequence_correl_id
 from .header import AttachmentEntry, CmiHeader, build_header
 from .wire import FieldWriter, WireFormat
-
-
-@dataclass(frozen=True)
-class OutgoingMessage:
-    """One message to send: what CMI says of it (``descriptor``), its payload, a message id and
-    the time it is put, as seconds since 1970 (UTC)."""
-
-    descriptor: Descriptor
-    payload: bytes
-    msg_id: bytes
-    put_time: float
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
 from ..charsets import CharsetPolicy
+from ..containers import compression_of
 from ..cmi.assembly import Assembly, Attachment, assemble, message_code_page
 from ..cmi.header import ATTACHMENT_DATASET
 from ..errors import AttachmentError, CmiFormatError, CmiOptionError, Location
@@ -65,6 +66,7 @@ class Capture:
     charsets: CharsetPolicy = field(default_factory=CharsetPolicy)
     unjoined: List[UnjoinedMessage] = field(default_factory=list)
     formats: Dict[str, str] = field(default_factory=dict)  # capture format name of each file
+    compressed: FrozenSet[str] = frozenset()  # the files that are compressed streams (containers.py)
     _layouts: Dict[bytes, object] = field(default_factory=dict)
 
     @classmethod
@@ -81,7 +83,8 @@ class Capture:
         formats = {f: chosen[f].name for f in files}
         logical, unjoined = logical_messages(messages, formats)
         logical = [slim(m) if m.parts else m for m in logical]
-        return cls(files, messages, assemble(logical, charsets, unjoined), charsets, unjoined, formats)
+        compressed = frozenset(f for f in files if compression_of(f) is not None)
+        return cls(files, messages, assemble(logical, charsets, unjoined), charsets, unjoined, formats, compressed)
 
     @property
     def attachments(self) -> List[Attachment]:
@@ -133,8 +136,11 @@ class Capture:
         return planning.attachment_plan(att, self.charsets, self.formats)
 
     def dataset_slices(self, att: Attachment, target_bytes: int) -> List[planning.DatasetSlice]:
-        return planning.dataset_slices(att, *self.layout_and_observations(att), self.charsets, self.formats,
-                                       target_bytes)
+        layout, stream = self.layout_and_observations(att)
+        if stream is not None and any(span[0] in self.compressed for m in stream.messages for span in m.spans):
+            # Each partition would decompress the stream from its start: one reads it all, once.
+            target_bytes = max(target_bytes, layout.observation_bytes)
+        return planning.dataset_slices(att, layout, stream, self.charsets, self.formats, target_bytes)
 
     # -- selection --------------------------------------------------------------------------
 
@@ -149,7 +155,7 @@ class Capture:
         if undescribed and not self.attachments:
             raise AttachmentError(
                 f"{undescribed} of {len(self.messages)} messages in {self.paths} have no message descriptor "
-                f"(the queue was dumped with dmpmqmsg -dN): CMI attachments are found by MsgType and "
+                f"(an MQ queue dumped with dmpmqmsg -dN, say): CMI attachments are found by MsgType and "
                 f"CorrelId, so none can be assembled; option('view', 'messages') still lists the messages")
         if attachment:
             wanted = attachment.strip().upper()

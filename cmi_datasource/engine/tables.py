@@ -2,17 +2,19 @@
 for external files, from plans; ``views.py`` puts them in partitions."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Optional, Sequence
+from itertools import groupby
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
 from ..cmi.assembly import ROLE_OTHER, message_code_page
+from ..cmi.correl import KEY
 from ..cmi.header import ATTACHMENT_DATASET
 from ..errors import CmiFormatError
 from ..messages import PhysicalMessage
 from ..payload.external_file import read_external_file
 from ..payload.sas_dataset import arrow_schema, record_type_of
-from ..transports import transports
+from ..transports import capture_format, transports
 from .decode import reread_logical, slice_batches
 from .plan import AttachmentPlan
 
@@ -43,6 +45,7 @@ _MESSAGES_FIRST = [
 _MESSAGES_LAST = [
     pa.field("role", pa.string()), pa.field("attachment", pa.string()), pa.field("sequence", pa.int64()),
     pa.field("record_type", pa.int32()), pa.field("length", pa.int64()), pa.field("in_attachment", pa.bool_()),
+    pa.field("problem", pa.string()), pa.field("payload", pa.binary()),
 ]
 
 
@@ -96,7 +99,7 @@ def attachments_table(capture: "Capture") -> pa.Table:
             "problem": problem, "source": a.header_message.source,
         })
     for broken in capture.assembly.broken_headers:
-        rows.append({"attachment": _hex(broken.message.descriptor.correl_id[:16]), "kind": "header",
+        rows.append({"attachment": _hex(broken.message.descriptor.correl_id[KEY]), "kind": "header",
                      "name": "", "description": "", "complete": False, "expected_messages": None,
                      "found_messages": 0, "observations": None, "variables": None, "label": None,
                      "message": None, "problem": broken.problem, "source": broken.message.source})
@@ -139,30 +142,66 @@ def capture_files_table(capture: "Capture") -> pa.Table:
                        [capture.held_whole(a.ordered_messages()) for a in chosen])
 
 
-def messages_table(capture: "Capture", source: Optional[str] = None) -> pa.Table:
-    """One row per physical message (of one file, or all): where it lies, the descriptor as
-    captured, the transport's own columns, and the message's CMI role."""
+MESSAGE_BATCH_BYTES = 64 << 20  # payload bytes one batch of the messages view holds at most
+
+
+def message_batches(capture: "Capture", source: Optional[str] = None, batch_rows: int = 65536
+                    ) -> Iterator[pa.RecordBatch]:
+    """The messages view (of one file, or all) a batch at a time: one row per physical message
+    with where it lies, the descriptor as captured, the transport's own columns, its CMI role,
+    any problem the capture has with it, and its payload (the data after the transport's
+    headers), re-read from the file for the messages planning kept only the start of."""
+    schema = messages_schema()
     dataset_keys = {a.key for a in capture.attachments if a.entry.attachment_type == ATTACHMENT_DATASET}
-    roles = capture.assembly.roles
-    rows = []
-    for m in capture.messages:
-        if source is not None and m.source != source:
-            continue
-        transport = capture.transport_of(m)
-        role, key, sequence = roles.get((m.source, m.index), (ROLE_OTHER, None, None))
-        record_type = None
-        whole = transport is None or not transport.is_piece(m)  # a piece's bytes start mid-message
-        if key in dataset_keys and sequence and m.length >= 4 and whole:
-            record_type = record_type_of(m)
-        row = {"source": m.source, "index": m.index, "offset": m.file_offset,
-               "transport": transport.name if transport else None, "role": role,
-               "attachment": _hex(key), "sequence": sequence, "record_type": record_type,
-               "length": m.captured_length, "in_attachment": role != ROLE_OTHER}
-        d = m.descriptor
-        if d is not None:
-            row.update({"msg_type": d.msg_type, "correl_id": _hex(d.correl_id), "encoding": d.encoding,
-                        "ccsid": d.ccsid})
-        if transport is not None:
-            row.update(transport.message_row(m))
-        rows.append(row)
-    return pa.Table.from_pylist(rows, schema=messages_schema())
+    chosen = [m for m in capture.messages if source is None or m.source == source]
+    start = 0
+    while start < len(chosen):
+        stop, held = start, 0
+        while stop < len(chosen) and stop - start < max(batch_rows, 1) and (held < MESSAGE_BATCH_BYTES or stop == start):
+            held += chosen[stop].length
+            stop += 1
+        group = chosen[start:stop]
+        rows = [_message_row(capture, m, payload, dataset_keys)
+                for m, payload in zip(group, _payloads(capture, group))]
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+        start = stop
+
+
+def messages_table(capture: "Capture", source: Optional[str] = None) -> pa.Table:
+    return pa.Table.from_batches(list(message_batches(capture, source)), schema=messages_schema())
+
+
+def _payloads(capture: "Capture", messages: Sequence[PhysicalMessage]) -> List[bytes]:
+    """Each message's whole payload; the partial ones re-read in one pass per file."""
+    partial = [m for m in messages if m.is_partial]
+    again: Dict[Tuple[str, int], bytes] = {}
+    for source, run in groupby(partial, key=lambda m: m.source):
+        run = list(run)
+        for planned, found in zip(run, capture_format(capture.formats[source]).reread([m.span for m in run])):
+            if found.content_key != planned.content_key:
+                raise CmiFormatError("the message differs from the one planned: the file changed while it "
+                                     "was being read", found.location())
+            again[(source, planned.index)] = found.payload
+    return [again[(m.source, m.index)] if m.is_partial else m.payload for m in messages]
+
+
+def _message_row(capture: "Capture", m: PhysicalMessage, payload: bytes, dataset_keys) -> Dict[str, object]:
+    transport = capture.transport_of(m)
+    role, key, sequence = capture.assembly.roles.get((m.source, m.index), (ROLE_OTHER, None, None))
+    record_type = None
+    whole = transport is None or not transport.is_piece(m)  # a piece's bytes start mid-message
+    if key in dataset_keys and sequence and m.length >= 4 and whole:
+        record_type = record_type_of(m)
+    row = {"source": m.source, "index": m.index, "offset": m.file_offset,
+           "transport": transport.name if transport else None, "role": role,
+           "attachment": _hex(key), "sequence": sequence, "record_type": record_type,
+           "length": m.captured_length, "in_attachment": role != ROLE_OTHER, "problem": m.problem,
+           "payload": payload}
+    d = m.descriptor
+    if d is not None:
+        row.update({"msg_type": d.msg_type, "correl_id": _hex(d.correl_id), "encoding": d.encoding,
+                    "ccsid": d.ccsid})
+    if transport is not None:
+        row.update(transport.message_row(m))
+    return row
+

@@ -18,7 +18,7 @@ from .decode import slice_batches
 from .options import ReadOptions
 from .plan import AttachmentPlan, partition_target
 from .tables import (ATTACHMENTS_SCHEMA, FILES_SCHEMA, VARIABLES_SCHEMA, attachments_table, files_table,
-                     messages_schema, messages_table, variables_table)
+                     message_batches, messages_schema, variables_table)
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ VIEWS: Dict[str, View] = {view.name: view for view in (
     _whole_table("variables", VARIABLES_SCHEMA, variables_table),
     View("files", lambda o: FILES_SCHEMA, _files_plan, _files_read),
     View("messages", lambda o: messages_schema(), lambda o: list(_capture(o).paths),
-         lambda path, o: _batches(messages_table(_capture(o), path), o)),
+         lambda path, o: message_batches(_capture(o), path, o.batch_rows)),
 )}
 
 

@@ -14,11 +14,12 @@ from typing import BinaryIO, Iterable, Iterator, List, Mapping, Optional, Sequen
 import pyarrow as pa
 
 from ..charsets import code_page
-from ..cmi.emit import IdSource, OutgoingAttachment, OutgoingMessage, attachment_messages
+from ..cmi.emit import IdSource, OutgoingAttachment, attachment_messages
 from ..cmi.header import ATTACHMENT_BINARY_FILE, ATTACHMENT_DATASET, ATTACHMENT_TEXT_FILE
 from ..cmi.wire import WireFormat
 from ..encoding import ENCODING_LITTLE_ENDIAN, float_format, integer_order
 from ..errors import CmiEncodeError
+from ..messages import OutgoingMessage
 from ..payload.external_file import binary_records, file_payloads, text_records
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, DatasetEncoder, plan_variables, string_lengths
 from ..transports import capture_format

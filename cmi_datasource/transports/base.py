@@ -17,6 +17,7 @@ from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Seq
 import numpy as np
 import pyarrow as pa
 
+from ..containers import CaptureReader, decompressing, open_capture
 from ..errors import CmiFormatError, CmiOptionError, Location
 from ..messages import MessageSpan, PhysicalMessage, UnjoinedMessage, crc32
 
@@ -45,7 +46,7 @@ class CaptureFormat:
 
     def scan(self, path: str) -> Iterator[PhysicalMessage]:
         """Every physical message of the file, for its message index."""
-        with open(path, "rb") as f:
+        with open_capture(path) as f, decompressing(path):
             data = f.read()
         return self.parse(data, path)
 
@@ -66,7 +67,7 @@ class CaptureFormat:
 
     def write(self, out: BinaryIO, messages: Iterable[Any], *, comments: Sequence[str] = (),
               deterministic: bool = False, **format_options: Any) -> int:
-        """Write ``cmi.emit.OutgoingMessage``s as a capture file; returns how many were written.
+        """Write ``messages.OutgoingMessage``s as a capture file; returns how many were written.
         ``deterministic``: fixed header times, so the same messages give the same bytes."""
         raise CmiOptionError(f"capture format {self.name} cannot be written")
 
@@ -100,10 +101,9 @@ class Transport:
 def read_spans(parse: Parse, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
     """The messages ``parse`` finds at ``spans``, in the order given, opening each file once per run."""
     for source, run in groupby(spans, key=lambda s: s[0]):
-        with open(source, "rb") as f:
+        with CaptureReader(source) as reader:
             for span in run:
-                f.seek(span[2])
-                yield parse_span(parse, f.read(span[3] - span[2]), span)
+                yield parse_span(parse, reader.read(span[2], span[3] - span[2]), span)
 
 
 def parse_span(parse: Parse, data: bytes, span: MessageSpan) -> PhysicalMessage:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import os
 import random
 
@@ -70,8 +71,9 @@ def test_no_selection_over_several_datasets_lists_candidates(spark, samples_dir)
 def test_attachment_option_and_views(spark, samples_dir):
     atts = spark.read.format("cmi").option("view", "attachments").load(samples_dir)
     by_name = {r["name"]: r for r in atts.collect()}
-    assert set(by_name) == {"WORK.CUSTOMERS", "SALES.MONTHLY", "PROD.LEDGER", "report.txt", "logo.bin",
-                            "d:\\mytext.txt"}
+    assert set(by_name) == {"WORK.CUSTOMERS", "SALES.MONTHLY", "PROD.LEDGER", "WORK.ORDERS", "report.txt",
+                            "logo.bin", "d:\\mytext.txt"}
+    assert by_name["WORK.ORDERS"]["source"].endswith("amqsbcg_browse.txt")
     customers = by_name["WORK.CUSTOMERS"]
     assert customers["kind"] == "dataset" and customers["complete"] and customers["observations"] == 6
     assert customers["variables"] == 9 and customers["message"] == b"Nightly customer extract"
@@ -154,3 +156,16 @@ def test_spark_reads_segments_joined_in_the_partition(spark, tmp_path):
     path = dump_messages(tmp_path, segmented(plain(), rng=random.Random(3)))
     rows = spark.read.format("cmi").load(path).orderBy("ID").collect()
     assert [r.asDict() for r in rows] == EXPECTED
+
+
+def test_spark_reads_amqsbcg_output_and_compressed_dumps(spark, samples_dir, tmp_path):
+    browse = os.path.join(samples_dir, "amqsbcg_browse.txt")
+    orders = spark.read.format("cmi").load(browse).orderBy("ORDER").collect()
+    assert len(orders) == 20 and (orders[0]["ORDER"], orders[0]["ITEM"]) == (1000.0, "bolt")
+    messages = spark.read.format("cmi").option("view", "messages").load(browse)
+    header = messages.filter("role = 'header'").select("transport", "msg_type", "payload").collect()
+    assert [(r["transport"], r["msg_type"]) for r in header] == [("mq", 100000)] and len(header[0]["payload"]) > 100
+    packed = tmp_path / "mixed_types.bin"  # gzip, recognised by its magic bytes
+    packed.write_bytes(gzip.compress(open(os.path.join(samples_dir, "mixed_types.dmp"), "rb").read()))
+    plain = spark.read.format("cmi").load(os.path.join(samples_dir, "mixed_types.dmp")).collect()
+    assert spark.read.format("cmi").load(str(packed)).collect() == plain

@@ -27,7 +27,7 @@ def test_samples_are_regenerated_byte_for_byte(tmp_path):
 def test_every_sample_attachment_is_complete_and_decodes():
     capture = Capture.open(SAMPLES)
     attachments = capture.attachments_table().to_pylist()
-    assert len(attachments) == 6 and all(a["complete"] and a["problem"] is None for a in attachments)
+    assert len(attachments) == 7 and all(a["complete"] and a["problem"] is None for a in attachments)
     assert len(capture.files_table()) == 3
     for a in attachments:
         if a["kind"] == "dataset":

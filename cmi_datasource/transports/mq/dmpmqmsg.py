@@ -21,6 +21,7 @@ from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...containers import read_in_chunks
 from ...errors import DumpSyntaxError, Location, TruncatedError
 from ...messages import PhysicalMessage
 from .hex_lines import PAIR_VALUES, x_lines, x_run
@@ -51,6 +52,10 @@ class _MessageRecord:
 
 
 _END_OF_X_RUN = re.compile(rb"\n(?!X)")
+# The banner dmpmqmsg prints to the terminal, kept when its output is redirected to a file
+# (formats.md section 7): "5724-H72 (C) Copyright IBM Corp. 1994, 2026." and the tool's name.
+BANNER = re.compile(rb"^\s*(?:\d{4}-\w{3} \(C\) Copyright IBM Corp\.|(?:IBM |WebSphere |IBM WebSphere )?MQ "
+                    rb"Queue Load/Unload Utility\s*$)")
 _ATTRIBUTE_BLOCK = re.compile(rb"(?:A [^\n]*\n)+")
 
 
@@ -271,6 +276,8 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
                 record.data_parts.append(line[2:] + b"\n")
             last_line_start = offset + len(line)
             continue
+        if BANNER.match(line):  # saved from the terminal, or several such dumps concatenated
+            continue
         raise DumpSyntaxError(f"line starts with {line[:10]!r}: not a comment, attribute or data line",
                               Location(source, index, offset))
     if record is not None:
@@ -304,26 +311,14 @@ def _start_of_last_message(data: bytes) -> int:
 
 
 def read_dump(path: str, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[PhysicalMessage]:
-    """Physical messages of the dump file at ``path``, read in chunks so that memory stays
-    bounded by the chunk size (plus the largest message), whatever the file size."""
-    with open(path, "rb") as f:
-        base, index, size = 0, 0, chunk_bytes
-        while True:
-            # The unfinished last message of a chunk is read again with the next one (from the
-            # page cache) rather than copied: joining it to the next chunk copies the whole chunk.
-            f.seek(base)
-            data = f.read(size)
-            at_end = len(data) < size
-            cut = len(data) if at_end else _start_of_last_message(data)
-            if cut == 0 and not at_end:  # one message longer than the chunk
-                size *= 2
-                continue
-            for message in parse_dump(data, path, base, index, stop=cut):
-                index = message.index + 1
-                yield message
-            if at_end:
-                return
-            base, size = base + cut, chunk_bytes
+    """Physical messages of the dump file at ``path`` (plain or compressed), read in chunks so
+    that memory stays bounded by the chunk size (plus the largest message), whatever the file size.
+    The unfinished last message of a chunk is read again with the next one."""
+    index = 0
+    for base, data, stop in read_in_chunks(path, chunk_bytes, _start_of_last_message):
+        for message in parse_dump(data, path, base, index, stop=stop):
+            index = message.index + 1
+            yield message
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,11 +25,12 @@ from typing import Iterator, List, Optional, Sequence
 import numpy as np
 
 from ...compiled import kernel
+from ...containers import CaptureReader
 from ...errors import CmiFormatError, Location
 from ...messages import MessageSpan
-from ..base import SpanPayloads, parse_span
+from ..base import Parse, SpanPayloads, parse_span
 from .dmpmqmsg import parse_dump
-from .hex_lines import PAIR_VALUES, decode_hex, line_end
+from .hex_lines import PAIR_VALUES, all_head, decode_hex, head_apart, line_end
 
 _NL, _CR, _SPACE, _X, _A, _N, _STAR = (ord(c) for c in "\n\r XAN*")
 
@@ -71,11 +72,7 @@ def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, length
                 w += (stop - q) >> 1
                 data_seen = True
                 if not moved and w - span_w >= h:
-                    for i in range(h):
-                        head_out[hw + i] = out[span_w + i]
-                    for i in range(w - span_w - h):
-                        out[span_w + i] = out[span_w + h + i]
-                    w -= h
+                    w = head_apart(out, span_w, w, h, head_out, hw)
                     moved = True
             elif c == _NL:
                 p += 1
@@ -89,10 +86,8 @@ def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, length
         if failed or not data_seen:
             return s, span_w, span_hw
         lengths[s] = w - span_w + (h if moved else 0)
-        if not moved:  # a payload shorter than its head: all of it is head
-            for i in range(w - span_w):
-                head_out[hw + i] = out[span_w + i]
-            w = span_w
+        if not moved:
+            w = all_head(out, span_w, w, head_out, hw)
         hw += h
     return starts.shape[0], w, hw
 
@@ -115,14 +110,17 @@ def _pieces(spans: Sequence[MessageSpan], piece_bytes: int) -> Iterator[range]:
             first = i
 
 
-def _fallback(text: memoryview, span: MessageSpan, at: int) -> bytes:
-    """The payload of one span by the line-by-line parser, which raises the precise error."""
-    return parse_span(parse_dump, bytes(text[at:at + span[3] - span[2]]), span).payload
-
-
 def read_dump_spans(spans: Sequence[MessageSpan], heads: Sequence[int], room: int = 0,
                     piece_bytes: Optional[int] = None) -> Iterator[SpanPayloads]:
-    """Payloads of dump messages at ``spans`` (in the order given), a piece of the file at a time.
+    """Payloads of dmpmqmsg messages at ``spans``, decoded by ``_decode_spans``."""
+    return read_spans_in_bulk(spans, heads, room, piece_bytes, _decode_spans, parse_dump)
+
+
+def read_spans_in_bulk(spans: Sequence[MessageSpan], heads: Sequence[int], room: int, piece_bytes: Optional[int],
+                       decode, parse: Parse) -> Iterator[SpanPayloads]:
+    """Payloads of hex-text messages at ``spans`` (in the order given), a piece of the file at a time:
+    ``decode`` is a kernel with ``_decode_spans``'s contract, and a span it refuses is read by the
+    line parser ``parse``, which gives the same bytes or the precise error.
     A piece's buffers are reused for the next one: use it before asking for the next.
 
     Memory is bounded by ``piece_bytes`` (default ``PIECE_BYTES``) of text plus its payloads (and one span, when a
@@ -131,41 +129,38 @@ def read_dump_spans(spans: Sequence[MessageSpan], heads: Sequence[int], room: in
     heads_all = np.asarray(heads, dtype=np.int64)
     if len(heads_all) != len(spans) or (heads_all < 0).any():
         raise ValueError("one non-negative head length per span")
-    handle, handle_path = None, None
+    reader: Optional[CaptureReader] = None
     # Both buffers are reused from piece to piece: fresh memory costs a page fault per 4 KiB.
     text, scratch = bytearray(), None
     try:
         for piece in _pieces(spans, piece_bytes):
             chosen = [spans[i] for i in piece]
             source = chosen[0][0]
-            if source != handle_path:
-                if handle is not None:
-                    handle.close()
-                handle, handle_path = open(source, "rb", buffering=0), source
+            if reader is None or reader.path != source:
+                if reader is not None:
+                    reader.close()
+                reader = CaptureReader(source)
             base, size = chosen[0][2], chosen[-1][3] - chosen[0][2]
             if len(text) < size:
                 text = bytearray(size)
-            handle.seek(base)
             view = memoryview(text)[:size]
-            got = 0
-            while got < size:
-                n = handle.readinto(view[got:])
-                if not n:
-                    _, index, start, end = next(span for span in chosen if span[3] > base + got)
-                    raise CmiFormatError(f"the file ends at byte {base + got}, before the planned message "
-                                         f"ending at {end}: it changed since it was planned",
-                                         Location(source, index, start))
-                got += n
-            payloads = _decode_piece(view, chosen, heads_all[piece.start:piece.stop], base, room, scratch)
+            got = reader.readinto(base, view)
+            if got < size:
+                _, index, start, end = next(span for span in chosen if span[3] > base + got)
+                raise CmiFormatError(f"the file ends at byte {base + got}, before the planned message "
+                                     f"ending at {end}: it changed since it was planned",
+                                     Location(source, index, start))
+            payloads = _decode_piece(view, chosen, heads_all[piece.start:piece.stop], base, room, scratch,
+                                     decode, parse)
             scratch = payloads.buffer
             yield payloads
     finally:
-        if handle is not None:
-            handle.close()
+        if reader is not None:
+            reader.close()
 
 
 def _decode_piece(text: memoryview, spans: List[MessageSpan], heads: np.ndarray, base: int, room: int,
-                  scratch: Optional[np.ndarray] = None) -> SpanPayloads:
+                  scratch: Optional[np.ndarray], decode, parse: Parse) -> SpanPayloads:
     starts = np.array([s[2] - base for s in spans], dtype=np.int64)
     ends = np.array([s[3] - base for s in spans], dtype=np.int64)
     if (starts < 0).any() or (ends < starts).any() or (ends > len(text)).any():
@@ -180,12 +175,13 @@ def _decode_piece(text: memoryview, spans: List[MessageSpan], heads: np.ndarray,
     data_ends = np.zeros(len(spans), dtype=np.int64)
     s, w, hw = 0, room, 0
     while s < len(spans):
-        done, w, hw = _decode_spans(view, starts, ends, heads, s, buffer, w, head, hw, lengths, PAIR_VALUES)
+        done, w, hw = decode(view, starts, ends, heads, s, buffer, w, head, hw, lengths, PAIR_VALUES)
         if done > s:
             data_ends[s:done] = _running_data_ends(lengths[s:done], heads[s:done], w)
         if done == len(spans):
             break
-        payload = _fallback(text, spans[done], int(starts[done]))
+        at = int(starts[done])  # the line-by-line parser gives the bytes, or raises the precise error
+        payload = parse_span(parse, bytes(text[at:at + spans[done][3] - spans[done][2]]), spans[done]).payload
         h = int(heads[done])
         head[hw:hw + min(h, len(payload))] = np.frombuffer(payload[:h], dtype=np.uint8)
         rest = np.frombuffer(payload, dtype=np.uint8)[h:]

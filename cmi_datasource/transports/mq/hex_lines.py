@@ -48,6 +48,26 @@ def decode_hex(text, start, stop, out, at, pairs):
 
 
 @kernel
+def head_apart(out, span_w, w, h, head_out, hw):
+    """Move the first ``h`` bytes a span decoded into out[span_w:w] to head_out[hw:] and close the
+    gap; returns the new end of out. Bounds: w - span_w >= h, and head_out has h slots at hw."""
+    for i in range(h):
+        head_out[hw + i] = out[span_w + i]
+    for i in range(w - span_w - h):
+        out[span_w + i] = out[span_w + h + i]
+    return w - h
+
+
+@kernel
+def all_head(out, span_w, w, head_out, hw):
+    """A span's payload shorter than its head: all of it goes to head_out[hw:]; returns the new
+    end of out (span_w)."""
+    for i in range(w - span_w):
+        head_out[hw + i] = out[span_w + i]
+    return span_w
+
+
+@kernel
 def line_end(text, p, e):
     """Index of the first line end at or after p, or e."""
     while p < e and text[p] != _NL:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from typing import BinaryIO, Iterable, Iterator, Tuple
 
+from ...containers import decompressing, open_capture
 from ...errors import CmiFormatError, Location, TruncatedError
 from ...layout import BIG, LITTLE, Field, Layout
 from ...messages import PhysicalMessage
@@ -64,7 +65,7 @@ def parse_capture(data: bytes, source: str, base_offset: int = 0, first_index: i
 
 
 def read_capture_file(path: str) -> Iterator[PhysicalMessage]:
-    with open(path, "rb") as f:
+    with open_capture(path) as f, decompressing(path):
         data = f.read()
     yield from parse_capture(data, path)
 

@@ -23,53 +23,54 @@ class MqmdField:
     default: object
     dump_code: Optional[str]  # dmpmqmsg attribute code; None = not in the dump
     kind: str  # "int", "text" (blank-padded characters) or "hex" (raw bytes)
+    browse_name: str  # the name IBM's browse sample amqsbcg prints, as in the MQMD's documentation
     version: int = 1  # MQMD version that introduced the field
 
 
-def _text(name, size, dump_code, version=1):
-    return MqmdField(name, f"{size}s", " " * size, dump_code, "text", version)
+def _text(name, size, dump_code, browse_name, version=1):
+    return MqmdField(name, f"{size}s", " " * size, dump_code, "text", browse_name, version)
 
 
-def _hex(name, size, dump_code, version=1):
-    return MqmdField(name, f"{size}s", bytes(size), dump_code, "hex", version)
+def _hex(name, size, dump_code, browse_name, version=1):
+    return MqmdField(name, f"{size}s", bytes(size), dump_code, "hex", browse_name, version)
 
 
-def _int(name, default, dump_code, version=1):
-    return MqmdField(name, "i", default, dump_code, "int", version)
+def _int(name, default, dump_code, browse_name, version=1):
+    return MqmdField(name, "i", default, dump_code, "int", browse_name, version)
 
 
 MQMD_FIELDS: Tuple[MqmdField, ...] = (
-    MqmdField("struc_id", "4s", "MD  ", None, "text"),
-    _int("version", 1, "VER"),
-    _int("report", 0, "RPT"),
-    _int("msg_type", 8, "MST"),  # MQMT_DATAGRAM
-    _int("expiry", -1, "EXP"),  # MQEI_UNLIMITED
-    _int("feedback", 0, "FDB"),
-    _int("encoding", 546, "ENC"),  # MQENC_NATIVE on x86
-    _int("ccsid", 0, "CCS"),  # MQCCSI_Q_MGR
-    _text("format", 8, "FMT"),
-    _int("priority", -1, "PRI"),
-    _int("persistence", 2, "PER"),
-    _hex("msg_id", 24, "MSI"),
-    _hex("correl_id", 24, "COI"),
-    _int("backout_count", 0, "BOC"),
-    _text("reply_to_q", 48, "RTQ"),
-    _text("reply_to_qmgr", 48, "RTM"),
-    _text("user_identifier", 12, "USR"),
-    _hex("accounting_token", 32, "ACC"),
+    MqmdField("struc_id", "4s", "MD  ", None, "text", "StrucId"),
+    _int("version", 1, "VER", "Version"),
+    _int("report", 0, "RPT", "Report"),
+    _int("msg_type", 8, "MST", "MsgType"),  # MQMT_DATAGRAM
+    _int("expiry", -1, "EXP", "Expiry"),  # MQEI_UNLIMITED
+    _int("feedback", 0, "FDB", "Feedback"),
+    _int("encoding", 546, "ENC", "Encoding"),  # MQENC_NATIVE on x86
+    _int("ccsid", 0, "CCS", "CodedCharSetId"),  # MQCCSI_Q_MGR
+    _text("format", 8, "FMT", "Format"),
+    _int("priority", -1, "PRI", "Priority"),
+    _int("persistence", 2, "PER", "Persistence"),
+    _hex("msg_id", 24, "MSI", "MsgId"),
+    _hex("correl_id", 24, "COI", "CorrelId"),
+    _int("backout_count", 0, "BOC", "BackoutCount"),
+    _text("reply_to_q", 48, "RTQ", "ReplyToQ"),
+    _text("reply_to_qmgr", 48, "RTM", "ReplyToQMgr"),
+    _text("user_identifier", 12, "USR", "UserIdentifier"),
+    _hex("accounting_token", 32, "ACC", "AccountingToken"),
     # ApplIdentityData and ApplOriginData are characters in MQ, but dmpmqmsg dumps them
     # in hex (AIX/AOX) unless -dc is given (AID/AOD); we keep their raw bytes.
-    MqmdField("appl_identity_data", "32s", b" " * 32, "AIX", "hex"),
-    _int("put_appl_type", 0, "PAT"),
-    _text("put_appl_name", 28, "PAN"),
-    _text("put_date", 8, "PTD"),
-    _text("put_time", 8, "PTT"),
-    MqmdField("appl_origin_data", "4s", b" " * 4, "AOX", "hex"),
-    _hex("group_id", 24, "GRP", version=2),
-    _int("msg_seq_number", 1, "MSQ", version=2),
-    _int("offset", 0, "OFF", version=2),
-    _int("msg_flags", 0, "MSF", version=2),
-    _int("original_length", -1, "ORL", version=2),
+    MqmdField("appl_identity_data", "32s", b" " * 32, "AIX", "hex", "ApplIdentityData"),
+    _int("put_appl_type", 0, "PAT", "PutApplType"),
+    _text("put_appl_name", 28, "PAN", "PutApplName"),
+    _text("put_date", 8, "PTD", "PutDate"),
+    _text("put_time", 8, "PTT", "PutTime"),
+    MqmdField("appl_origin_data", "4s", b" " * 4, "AOX", "hex", "ApplOriginData"),
+    _hex("group_id", 24, "GRP", "GroupId", version=2),
+    _int("msg_seq_number", 1, "MSQ", "MsgSeqNumber", version=2),
+    _int("offset", 0, "OFF", "Offset", version=2),
+    _int("msg_flags", 0, "MSF", "MsgFlags", version=2),
+    _int("original_length", -1, "ORL", "OriginalLength", version=2),
 )
 
 MQMD_V1 = Layout("MQMD v1", (Field(f.name, f.code, f.default, f.kind == "text")
@@ -78,6 +79,7 @@ MQMD_V2 = Layout("MQMD v2", (Field(f.name, f.code, f.default, f.kind == "text")
                              for f in MQMD_FIELDS))
 
 FIELDS_BY_DUMP_CODE: Dict[str, MqmdField] = {f.dump_code: f for f in MQMD_FIELDS if f.dump_code}
+FIELDS_BY_BROWSE_NAME: Dict[str, MqmdField] = {f.browse_name: f for f in MQMD_FIELDS}
 # dmpmqmsg -dc writes these two in characters instead of hex.
 FIELDS_BY_DUMP_CODE["AID"] = MQMD_FIELDS[[f.name for f in MQMD_FIELDS].index("appl_identity_data")]
 FIELDS_BY_DUMP_CODE["AOD"] = MQMD_FIELDS[[f.name for f in MQMD_FIELDS].index("appl_origin_data")]

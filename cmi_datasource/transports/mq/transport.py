@@ -11,11 +11,10 @@ from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import pyarrow as pa
 
-from ...cmi.emit import OutgoingMessage
-from ...messages import MessageSpan, PhysicalMessage, UnjoinedMessage
+from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage, UnjoinedMessage
 from ..base import CaptureFormat, SpanPayloads, Transport
-from . import dmpmqmsg, mqget
-from .dump_spans import read_dump_spans
+from . import amqsbcg, dmpmqmsg, mqget
+from .dump_spans import read_dump_spans, read_spans_in_bulk
 from .envelope import unwrap
 from .message import MqDetails
 from .mqmd import MQMD
@@ -39,16 +38,20 @@ def mq_pairs(messages: Iterable[OutgoingMessage]) -> List[Tuple[MQMD, bytes]]:
     return [(to_mqmd(m), m.payload) for m in messages]
 
 
+def _first_lines(head: bytes, skip=None) -> Iterator[bytes]:
+    """The non-blank lines of ``head``, less those ``skip`` matches."""
+    return (line for line in head.splitlines() if line.strip() and not (skip and skip.match(line)))
+
+
 class DmpmqmsgFormat(CaptureFormat):
     name = "dmpmqmsg"
     description = "IBM MQ dmpmqmsg / qload text dump"
 
     def sniff(self, head: bytes) -> bool:
-        # The first significant line: a comment (the "* QLOAD" header), a descriptor or a data line.
-        for line in head.splitlines():
-            if line.strip():
-                return line[:1] == b"*" or line[:2] in (b"A ", b"X ", b"S ", b"T ") or line.rstrip() == b"N"
-        return True  # empty: a dump of an empty queue written with -dH
+        # The first significant line after the tool's banner: a comment (the "* DMPMQMSG"
+        # header), a descriptor or a data line; nothing at all for a dump of an empty queue.
+        line = next(_first_lines(head, dmpmqmsg.BANNER), None)
+        return line is None or line[:1] == b"*" or line[:2] in (b"A ", b"X ", b"S ", b"T ") or line.rstrip() == b"N"
 
     def parse(self, data: bytes, source: str, base_offset: int = 0,
               first_index: int = 0) -> Iterator[PhysicalMessage]:
@@ -66,6 +69,30 @@ class DmpmqmsgFormat(CaptureFormat):
         return dmpmqmsg.write_dump(out, ((to_mqmd(m), m.payload) for m in messages), queue_manager=queue_manager,
                                    queue=queue, created=DETERMINISTIC_CREATED if deterministic else None,
                                    comments=comments)
+
+
+class AmqsbcgFormat(CaptureFormat):
+    name = "amqsbcg"
+    description = "output of IBM's browse sample amqsbcg ('AMQSBCG0 - starts here')"
+
+    def sniff(self, head: bytes) -> bool:
+        line = next(_first_lines(head), b"")
+        return line.startswith(amqsbcg.STARTS_HERE) or bool(amqsbcg.MESSAGE_START.match(line))
+
+    def parse(self, data: bytes, source: str, base_offset: int = 0,
+              first_index: int = 0) -> Iterator[PhysicalMessage]:
+        return map(unwrap, amqsbcg.parse_browse(data, source, base_offset, first_index))
+
+    def scan(self, path: str) -> Iterator[PhysicalMessage]:
+        return map(unwrap, amqsbcg.read_browse(path))
+
+    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int],
+                       room: int = 0) -> Iterator[SpanPayloads]:
+        return read_spans_in_bulk(spans, heads, room, None, amqsbcg._decode_spans, amqsbcg.parse_browse)
+
+    def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
+              deterministic: bool = False, queue: str = "SAS.CMI.QUEUE", buffer_bytes: Optional[int] = None) -> int:
+        return amqsbcg.write_browse(out, ((to_mqmd(m), m.payload) for m in messages), queue, buffer_bytes)
 
 
 class MqgetFormat(CaptureFormat):
@@ -90,7 +117,7 @@ def _hex(raw: Optional[bytes]) -> Optional[str]:
 
 class MqTransport(Transport):
     name = "mq"
-    formats = (MqgetFormat(), DmpmqmsgFormat())  # sniffed in this order: a binary MQMD first
+    formats = (MqgetFormat(), AmqsbcgFormat(), DmpmqmsgFormat())  # sniffed in this order
     message_columns = (
         pa.field("msg_id", pa.string()), pa.field("format", pa.string()), pa.field("put_date", pa.string()),
         pa.field("put_time", pa.string()), pa.field("headers", pa.list_(pa.string())),
