@@ -11,6 +11,8 @@ import os
 import pyarrow as pa
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cmi_datasource import Capture, transports
 from cmi_datasource.engine.decode import slice_batches
@@ -370,3 +372,37 @@ def test_sample_amqsbcg_capture_is_recognised(samples_dir):
     path = os.path.join(samples_dir, "amqsbcg_browse.txt")
     capture = Capture.open(path)
     assert capture.formats == {path: "amqsbcg"} and capture.dataset_table().num_rows > 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10 ** 6), st.sampled_from(b"0aFGX \n\r:'*AM")), max_size=6),
+       st.integers(0, 40))
+def test_damaged_amqsbcg_decodes_like_the_line_parser_or_raises_typed_errors(tmp_path_factory, edits, cut):
+    # The partition kernel never reads or writes outside its buffers, and where the line parser
+    # reads a span, gives its bytes; otherwise a typed error (the line parser's own).
+    from cmi_datasource.errors import CmiFormatError
+    from cmi_datasource.transports.base import parse_span
+    from cmi_datasource.transports.mq.dump_spans import read_spans_in_bulk
+    payloads = [bytes(range(256)) * 2, b"short", b"", bytes(40)]
+    good = io.BytesIO()
+    write_browse(good, [(d, p) for (d, _), p in zip(traffic()[:4], payloads)])
+    good = good.getvalue()
+    spans = [("x", m.index, m.file_offset, m.file_end) for m in parse_browse(good, "x")]
+    bad = bytearray(good)
+    for position, byte in edits:
+        bad[position % len(good)] = byte
+    bad = bytes(bad[:len(bad) - cut])
+    path = tmp_path_factory.mktemp("amqsbcg") / "q.txt"
+    path.write_bytes(bad)
+    spans = [(str(path), i, start, end) for _, i, start, end in spans]
+    try:
+        pieces = list(read_spans_in_bulk(spans, [4] * len(spans), 8, None, amqsbcg._decode_spans, parse_browse))
+    except CmiFormatError:
+        return
+    got = [bytes(piece.head_of(i)) + bytes(piece.data_of(i)) for piece in pieces for i in range(len(piece.spans))]
+    for span, payload in zip(spans, got):
+        text = bad[span[2]:span[3]]
+        try:
+            assert parse_span(parse_browse, text, span).payload == payload
+        except CmiFormatError:
+            pass  # a damaged descriptor line: partitions check each payload against planning's CRC

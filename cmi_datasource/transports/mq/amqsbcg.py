@@ -85,6 +85,38 @@ def _is_row(text, p, e):
 
 
 @kernel
+def _full_row(text, q, e, out, w, pairs):
+    """The common row, decoded without looking for its groups: 16 bytes as eight groups of four
+    digits from text[q], each followed by a space, then (after padding) a quoted column of 16
+    characters and the line end. Returns the index past the line end, or -1 for any other row
+    (the caller then reads it group by group; what it wrote is overwritten)."""
+    if q + 40 > e or w + 16 > out.shape[0]:
+        return -1
+    bad = np.uint16(0)
+    for g in range(8):
+        t = np.uint64(q + 5 * g)
+        high = pairs[np.uint64(text[t]) | (np.uint64(text[t + np.uint64(1)]) << np.uint64(8))]
+        low = pairs[np.uint64(text[t + np.uint64(2)]) | (np.uint64(text[t + np.uint64(3)]) << np.uint64(8))]
+        bad |= high | low
+        out[w + 2 * g] = np.uint8(high & 0xFF)
+        out[w + 2 * g + 1] = np.uint8(low & 0xFF)
+        if text[t + np.uint64(4)] != _SPACE:
+            return -1
+    if bad & 0x100:
+        return -1
+    c = q + 40
+    while c < e and text[c] == _SPACE:
+        c += 1
+    # The quoted column holds 16 characters with no line end among them (amqsbcg prints a dot).
+    if c + 18 <= e and text[c] == _QUOTE and text[c + 17] == _QUOTE:
+        if c + 18 < e and text[c + 18] == _NL:
+            return c + 19
+        if c + 19 < e and text[c + 18] == _CR and text[c + 19] == _NL:
+            return c + 20
+    return line_end(text, c, e) + 1
+
+
+@kernel
 def _decode_row(text, p, e, out, w, offset, pairs):
     """Decode the data row at text[p] (``_is_row``) into out[w:]; returns (index past the row's
     line end, bytes written), or (-1, 0) when its offset is not ``offset`` or its hex groups are
@@ -96,6 +128,11 @@ def _decode_row(text, p, e, out, w, offset, pairs):
     if value != offset:
         return -1, 0
     q = p + 9
+    while q < e and text[q] == _SPACE:
+        q += 1
+    after = _full_row(text, q, e, out, w, pairs)
+    if after >= 0:
+        return after, 16
     written = 0
     while True:
         while q < e and text[q] == _SPACE:
