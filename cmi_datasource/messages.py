@@ -41,6 +41,9 @@ class PhysicalMessage:
     details: Any = None  # the transport's own record of the message (opaque to everything else)
     header_length: int = 0  # transport header bytes removed from the front of the captured data
     problem: Optional[str] = None  # the capture holds the message damaged (cut short, ...): why
+    # What the transport needs, beside the spans, to rebuild this message when a partition re-reads
+    # it (TIB/RV: the variables an ATO message's values are laid out by); plans carry it.
+    reread_hint: Any = None
     parts: Tuple[MessageSpan, ...] = ()  # the pieces of a joined logical message, in order
     # Planning keeps only the first bytes of large payloads (see ``partial``): then these hold
     # the whole payload's length and CRC-32, and ``payload`` is its beginning.

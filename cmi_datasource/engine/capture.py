@@ -98,7 +98,7 @@ class Capture:
         """The message with its whole payload (re-read when planning kept only its start)."""
         if not message.is_partial:
             return message
-        return next(reread_logical([message.spans], self.formats, [message.content_key]))
+        return next(reread_logical([message.spans], self.formats, [message.content_key], [message.reread_hint]))
 
     def held_whole(self, messages: Sequence[PhysicalMessage]) -> Optional[List[PhysicalMessage]]:
         """The messages when all are held whole (a capture built in memory), else None: the caller

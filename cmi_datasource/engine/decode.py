@@ -8,7 +8,7 @@ of a mix of old and new data.
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -23,22 +23,15 @@ from .plan import ContentKey, DatasetSlice, LogicalRef
 
 
 def reread_logical(refs: Sequence[LogicalRef], formats: Mapping[str, str],
-                   checks: Optional[Sequence[ContentKey]] = None) -> Iterator[PhysicalMessage]:
-    """Logical messages re-read from their physical records, one at a time, so that a partition
-    never holds all of its messages; each is checked against ``checks`` when given."""
+                   checks: Optional[Sequence[ContentKey]] = None,
+                   hints: Optional[Sequence[Any]] = None) -> Iterator[PhysicalMessage]:
+    """Logical messages re-read from their physical records and rebuilt by their transport (with
+    the ``reread_hint`` planning recorded), one at a time, so that a partition never holds all of
+    its messages; each is checked against ``checks`` when given."""
     physical = _reread_physical([span for ref in refs for span in ref], formats)
     for number, ref in enumerate(refs):
         pieces = [next(physical) for _ in ref]
-        transport = _format_of(formats, ref[0][0]).transport
-        if len(pieces) == 1 and not transport.is_piece(pieces[0]):
-            message = pieces[0]
-        else:
-            joined, unjoined = transport.logical_messages(pieces)
-            if unjoined or len(joined) != 1:
-                raise CmiFormatError(f"the pieces of a planned message no longer join: "
-                                     f"{unjoined[0].reason if unjoined else 'the file changed'}",
-                                     pieces[0].location())
-            message = joined[0]
+        message = _format_of(formats, ref[0][0]).transport.rebuild(pieces, hints[number] if hints else None)
         if checks is not None and message.content_key != checks[number]:
             raise CmiFormatError("the message differs from the one planned: the file changed while "
                                  "it was being read", message.location())
@@ -67,7 +60,7 @@ def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temp
         observations = _BulkObservations(part)
         chunks, locate = iter(observations), observations.locate
     else:
-        stream = OnePassStream(reread_logical(part.refs, part.formats, part.checks or None)
+        stream = OnePassStream(reread_logical(part.refs, part.formats, part.checks or None, part.hints)
                                if messages is None else messages, skip=RECORD_TYPE_SIZE, base=part.base)
         obslen = part.layout.definition.obs_length
         chunks, locate = chunks_of_parts(stream.parts(), obslen, max(batch_rows, 1) * obslen), stream.locate
@@ -78,7 +71,8 @@ def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temp
 def _decodes_in_bulk(part: DatasetSlice) -> bool:
     """Whether the slice's messages can be decoded by their formats' fast paths: each is one
     physical record, with its header bytes and content key planned, in a format that has one."""
-    if not part.checks or len(part.header_bytes) != len(part.refs) or any(len(ref) != 1 for ref in part.refs):
+    if (not part.checks or part.hints or len(part.header_bytes) != len(part.refs)
+            or any(len(ref) != 1 for ref in part.refs)):
         return False
     return all(_format_of(part.formats, source).decodes_in_bulk for source in {ref[0][0] for ref in part.refs})
 

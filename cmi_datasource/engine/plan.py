@@ -9,7 +9,7 @@ re-read exactly those messages, checked against the length and CRC-32 seen at pl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from ..charsets import CharsetPolicy
 from ..cmi.assembly import Attachment
@@ -33,6 +33,7 @@ class AttachmentPlan:
     charsets: CharsetPolicy
     formats: Mapping[str, str]  # capture format name of each source file in refs
     checks: Tuple[ContentKey, ...] = ()
+    hints: Tuple[Any, ...] = ()  # each message's reread_hint, or () when none has one
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class DatasetSlice:
     formats: Mapping[str, str]  # capture format name of each source file in refs
     checks: Tuple[ContentKey, ...] = ()
     header_bytes: Tuple[int, ...] = ()  # transport header bytes in front of each message's data, as captured
+    hints: Tuple[Any, ...] = ()  # each message's reread_hint, or () when none has one
 
 
 def _formats_of(formats: Mapping[str, str], messages: Sequence[PhysicalMessage]) -> Mapping[str, str]:
@@ -62,11 +64,16 @@ def _formats_of(formats: Mapping[str, str], messages: Sequence[PhysicalMessage])
     return {source: formats[source] for source in sorted(sources) if source in formats}
 
 
+def _hints_of(messages: Sequence[PhysicalMessage]) -> Tuple[Any, ...]:
+    hints = tuple(m.reread_hint for m in messages)
+    return hints if any(h is not None for h in hints) else ()
+
+
 def attachment_plan(att: Attachment, charsets: CharsetPolicy, formats: Mapping[str, str]) -> AttachmentPlan:
     messages = att.ordered_messages()
     return AttachmentPlan(att.key_hex, att.entry.kind, att.entry.name, att.header.wire,
                           tuple(m.spans for m in messages), charsets, _formats_of(formats, messages),
-                          tuple(m.content_key for m in messages))
+                          tuple(m.content_key for m in messages), _hints_of(messages))
 
 
 def dataset_slices(att: Attachment, layout: DatasetLayout, stream: Optional[RecordStream], charsets: CharsetPolicy,
@@ -88,7 +95,7 @@ def dataset_slices(att: Attachment, layout: DatasetLayout, stream: Optional[Reco
         return DatasetSlice(att.key_hex, att.entry.name, layout, charsets,
                             tuple(m.spans for m in chosen), stream.starts[lo] if lo < hi else 0, first, last,
                             _formats_of(formats, chosen), tuple(m.content_key for m in chosen),
-                            tuple(m.header_length for m in chosen))
+                            tuple(m.header_length for m in chosen), _hints_of(chosen))
 
     if stream is None or not obslen or not nobs:
         return [make(0, 0)]

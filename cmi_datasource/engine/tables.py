@@ -125,7 +125,7 @@ def files_table(plans: Sequence[AttachmentPlan],
     rows = []
     for i, plan in enumerate(plans):
         held = None if messages is None else messages[i]
-        sequenced = (list(reread_logical(plan.refs, plan.formats, plan.checks or None))
+        sequenced = (list(reread_logical(plan.refs, plan.formats, plan.checks or None, plan.hints))
                      if held is None else list(held))
         f = read_external_file(sequenced, plan.wire, plan.kind == "text")
         codepage = message_code_page(sequenced[0], plan.charsets)
@@ -177,7 +177,10 @@ def _payloads(capture: "Capture", messages: Sequence[PhysicalMessage]) -> List[b
     again: Dict[Tuple[str, int], bytes] = {}
     for source, run in groupby(partial, key=lambda m: m.source):
         run = list(run)
-        for planned, found in zip(run, capture_format(capture.formats[source]).reread([m.span for m in run])):
+        fmt = capture_format(capture.formats[source])
+        for planned, found in zip(run, fmt.reread([m.span for m in run])):
+            if planned.reread_hint is not None:
+                found = fmt.transport.rebuild([found], planned.reread_hint)
             if found.content_key != planned.content_key:
                 raise CmiFormatError("the message differs from the one planned: the file changed while it "
                                      "was being read", found.location())

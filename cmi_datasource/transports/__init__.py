@@ -19,6 +19,7 @@ from .base import CaptureFormat, SpanPayloads, Transport
 # One line per transport package shipped with cmi-datasource; each exposes TRANSPORT.
 BUILTIN = (
     "cmi_datasource.transports.mq",
+    "cmi_datasource.transports.tibrv",
 )
 ENTRY_POINT_GROUP = "cmi_datasource.transports"
 SNIFF_BYTES = 4096  # what a format's sniff() sees of a file

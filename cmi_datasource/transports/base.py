@@ -86,6 +86,18 @@ class Transport:
         ones that could not be joined. A joined message lists its pieces in ``parts``."""
         return list(messages), []
 
+    def rebuild(self, pieces: Sequence[PhysicalMessage], hint: Any = None) -> PhysicalMessage:
+        """The logical message planned from ``pieces`` (its physical records, re-read in a
+        partition) and the ``reread_hint`` planning gave it; CmiFormatError when they no longer
+        make one message. By default: the one piece, or the pieces joined by ``logical_messages``."""
+        if len(pieces) == 1 and not self.is_piece(pieces[0]):
+            return pieces[0]
+        joined, unjoined = self.logical_messages(pieces)
+        if unjoined or len(joined) != 1:
+            raise CmiFormatError(f"the pieces of a planned message no longer join: "
+                                 f"{unjoined[0].reason if unjoined else 'the file changed'}", pieces[0].location())
+        return joined[0]
+
     def is_piece(self, message: PhysicalMessage) -> bool:
         """Whether the message is a piece of a logical message, for ``logical_messages`` to join
         (the message index keeps pieces whole)."""

@@ -1,0 +1,131 @@
+"""ATO messages -> fixed-width observation rows, by a compiled kernel (seed 001, contract section 3).
+
+An ATO message holds, after its count (field 1) and record type (field 2), one pair of fields per
+variable per observation: an I32 vtype (1 numeric, 2 character) and the value, an F64 or a
+string. The kernel walks those fields once and writes each observation as CMI over MQ lays it
+out (Encoding 273): a numeric's high-order ``length`` bytes of its big-endian double, a character
+value blank-padded to its length; so the SAS codec decodes both transports alike. A vtype that
+contradicts VAR, a value of the wrong type, a string longer than its variable or a field past the
+message is an error naming the observation, the variable and the byte offset.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...compiled import kernel
+from ...errors import Location
+from .records import ObservationLayout, RvCmiError
+from .wire import INT, read_fields
+
+_SHORT, _LONG = 0x79, 0x7A
+
+# Kernel outcomes besides success (0).
+_PROBLEMS = {1: "a field runs past the end of the message", 2: "the vtype field is not a 4-byte int",
+             3: "the vtype contradicts the variable's type in VAR", 4: "a numeric value is not an 8-byte real",
+             5: "a character value is not a string", 6: "a string is longer than its variable",
+             7: "fields follow the last observation"}
+
+
+@kernel
+def _field(buf, p, e):
+    """(data start, data size, type, next field) of the field at buf[p], or (-1, 0, 0, p) when it
+    runs past e. Bounds: every index is checked against e."""
+    if p >= e:
+        return -1, 0, 0, p
+    q = p + 1 + buf[p]
+    if q >= e:
+        return -1, 0, 0, p
+    code = buf[q]
+    q += 1
+    if q >= e:
+        return -1, 0, 0, p
+    size = np.int64(buf[q])
+    q += 1
+    is_scalar = code == 3 or code == 9 or code == 10 or code == 11 or code == 12 or code == 13
+    if not is_scalar and code != 1 and size == _SHORT:
+        if q + 2 > e:
+            return -1, 0, 0, p
+        size = (np.int64(buf[q]) << 8 | np.int64(buf[q + 1])) - 2
+        q += 2
+    elif not is_scalar and size == _LONG:
+        if q + 4 > e:
+            return -1, 0, 0, p
+        size = (np.int64(buf[q]) << 24 | np.int64(buf[q + 1]) << 16 | np.int64(buf[q + 2]) << 8
+                | np.int64(buf[q + 3]))
+        if code != 1:
+            size -= 4
+            q += 4
+    if size < 0 or q + size > e:
+        return -1, 0, 0, p
+    return q, size, code, q + size
+
+
+@kernel
+def _rows(buf, p, e, count, numeric, lengths, offsets, obs_length, out, blank):
+    """Write ``count`` observations from the fields at buf[p:e] into out (count * obs_length
+    bytes, which the caller provides); returns (0, 0, 0, 0) or (problem, observation, variable, offset)."""
+    for row in range(count):
+        base = row * obs_length
+        for v in range(lengths.shape[0]):
+            at, size, code, nxt = _field(buf, p, e)
+            if at < 0:
+                return 1, row, v, p
+            if code != 11 or size != 4:
+                return 2, row, v, p
+            vtype = (np.int64(buf[at]) << 24 | np.int64(buf[at + 1]) << 16 | np.int64(buf[at + 2]) << 8
+                     | np.int64(buf[at + 3]))
+            if vtype != (1 if numeric[v] else 2):
+                return 3, row, v, p
+            p = nxt
+            at, size, code, nxt = _field(buf, p, e)
+            if at < 0:
+                return 1, row, v, p
+            to = base + offsets[v]
+            width = lengths[v]
+            if numeric[v]:
+                if code != 13 or size != 8:
+                    return 4, row, v, p
+                for k in range(width):
+                    out[to + k] = buf[at + k]
+            else:
+                if code != 8:
+                    return 5, row, v, p
+                n = size
+                if n > 0 and buf[at + n - 1] == 0:
+                    n -= 1
+                if n > width:
+                    return 6, row, v, p
+                for k in range(n):
+                    out[to + k] = buf[at + k]
+                for k in range(n, width):
+                    out[to + k] = blank
+            p = nxt
+    if p != e:
+        return 7, count, 0, p
+    return 0, 0, 0, 0
+
+
+def observation_rows(body: bytes, start: int, end: int, layout: ObservationLayout, where: Location) -> bytes:
+    """The record type (3) and the rows of the ATO message whose fields lie in body[start:end]."""
+    fields = read_fields(body, start, end, where.at_payload)
+    head = [next(fields, None), next(fields, None)]
+    if None in head or [f.field_id for f in head] != [1, 2] or head[0].type != INT:
+        raise RvCmiError("ATO message does not start with its count (field 1) and record type (field 2)", where)
+    count = head[0].value
+    view = np.frombuffer(body, dtype=np.uint8)
+    pairs_start = _field(view, head[1].offset, end)[3]
+    nvars = len(layout.lengths)
+    # Each value takes two fields of at least 7 bytes: bounds an untrusted count before allocating.
+    if count < 0 or (nvars and count * nvars * 14 > end - pairs_start) or (not nvars and count):
+        raise RvCmiError(f"ATO declares {count} observations of {nvars} variables in {end - pairs_start} bytes",
+                         where)
+    out = np.empty(4 + count * layout.obs_length, dtype=np.uint8)
+    out[:4] = np.frombuffer((3).to_bytes(4, "big"), dtype=np.uint8)
+    lengths = np.asarray(layout.lengths, dtype=np.int64)
+    offsets = (np.cumsum(lengths) - lengths).astype(np.int64)
+    problem, row, variable, offset = _rows(view, pairs_start, end, count, np.asarray(layout.numeric, dtype=np.bool_),
+                                           lengths, offsets, layout.obs_length, out[4:], ord(" "))
+    if problem:
+        raise RvCmiError(f"ATO observation {row + 1}, variable {variable + 1}: {_PROBLEMS[problem]}",
+                         where.at_payload(int(offset)))
+    return out.tobytes()

@@ -1,0 +1,264 @@
+"""CMI over TIB/Rendezvous (seed 001, contract section 3) on RV bytes built here, field by field,
+from the seed's tables and raimd's wire rules (formats.md section 5), with none of our writer.
+
+On the one-byte size: raimd's doc/msg_format.md draws it counting itself, but its reader
+(``RvFieldIter::unpack``) and writer (``pack_rv_size``) take it as the data's length, as the
+reference (formats.md section 5) does; the bytes here follow the code.
+"""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from cmi_datasource import Capture, transports
+from cmi_datasource.engine.decode import slice_batches
+from cmi_datasource.errors import CmiFormatError, TruncatedError
+from cmi_datasource.transports.tibrv.wire import read_message
+
+MAGIC = b"\x99\x55\xee\xaa"
+SAS_MISSING = struct.pack(">Q", 0xFFFFFE0000000000)  # "." as a big-endian double
+
+
+# -- an independent minimal RV encoder ----------------------------------------------------------
+
+
+def field(name: str, fid, code: int, data: bytes, scalar: bool = False) -> bytes:
+    named = name.encode() + b"\0" + (fid.to_bytes(2, "big") if fid is not None else b"")
+    if code == 1:  # a nested message: 0x7A, then the message itself, whose own u32 size comes first
+        size = b"\x7a"
+    elif scalar or len(data) < 120:
+        size = bytes([len(data)])
+    elif len(data) + 2 < 30000:
+        size = b"\x79" + (len(data) + 2).to_bytes(2, "big")
+    else:
+        size = b"\x7a" + (len(data) + 4).to_bytes(4, "big")
+    return bytes([len(named)]) + named + bytes([code]) + size + data
+
+
+def message(fields) -> bytes:
+    body = b"".join(fields)
+    return (8 + len(body)).to_bytes(4, "big") + MAGIC + body
+
+
+def i32(name, fid, value):
+    return field(name, fid, 11, struct.pack(">i", value), scalar=True)
+
+
+def i16(name, fid, value):
+    return field(name, fid, 11, struct.pack(">h", value), scalar=True)
+
+
+def u32(name, fid, value):
+    return field(name, fid, 12, struct.pack(">I", value), scalar=True)
+
+
+def f64(name, fid, value):
+    return field(name, fid, 13, value if isinstance(value, bytes) else struct.pack(">d", value), scalar=True)
+
+
+def string(name, fid, text):
+    return field(name, fid, 8, (text if isinstance(text, bytes) else text.encode("utf-8")) + b"\0")
+
+
+def opaque(name, fid, data):
+    return field(name, fid, 7, data)
+
+
+BLANKS = " " * 24
+
+
+def hdr(attachments, message_correl=BLANKS):
+    """attachments: (type, correlid, qualifier 1, qualifier 2, description) each (seed 001 "HDR")."""
+    fields = [string("HDR", 1, BLANKS), u32("HDR", 2, 0), string("HDR", 3, BLANKS), string("HDR", 4, message_correl),
+              i32("HDR", 5, len(attachments))]
+    fid = 6
+    for kind, correl, q1, q2, description in attachments:
+        fields += [i32("HDR", fid, kind), string("HDR", fid + 1, correl), i32("HDR", fid + 2, len(q1)),
+                   string("HDR", fid + 3, q1), i32("HDR", fid + 4, len(q2)), string("HDR", fid + 5, q2),
+                   i32("HDR", fid + 6, len(description)), string("HDR", fid + 7, description),
+                   i32("HDR", fid + 8, 0), i32("HDR", fid + 9, 1)]
+        fid += 10
+    return message(fields)
+
+
+def msg(values):
+    """seed 001 "MSG": the count, then (data type, value) per parameter."""
+    fields = [i32("MSG", 1, len(values))]
+    for n, (kind, value) in enumerate(values):
+        fields.append(i32("MSG", 2 + 2 * n, kind))
+        fields.append({1: i16, 2: i32, 3: f64, 4: string}[kind]("MSG", 3 + 2 * n, value))
+    return message(fields)
+
+
+def dat(nobs, nvars, obs_length, label="RV rows"):
+    s = lambda fid, text: [i32("DAT", fid, len(text)), string("DAT", fid + 1, text)]  # noqa: E731
+    return message([i32("DAT", 1, 1), i32("DAT", 2, 0), *s(3, "DATA"), *s(5, label), i32("DAT", 7, nobs),
+                    i32("DAT", 8, nvars), i32("DAT", 9, obs_length), *s(10, ""), string("DAT", 12, "R"),
+                    *s(13, ""), i32("DAT", 15, 0), i32("DAT", 16, 1), string("DAT", 17, ""), i16("DAT", 18, 0),
+                    i32("DAT", 19, 0), opaque("DAT", 20, bytes(4)), i32("DAT", 21, 0), opaque("DAT", 22, bytes(4)),
+                    i32("DAT", 23, 0), opaque("DAT", 24, bytes(4)), i32("DAT", 25, 0)])
+
+
+def var(variables):
+    """variables: (name, format, width, decimals, label, numeric, length) each (seed 001 "VAR")."""
+    fields = [i32("VAR", 1, len(variables)), i32("VAR", 2, 2)]
+    fid = 3
+    for name, fmt, width, decimals, label, numeric, length in variables:
+        for text in (name, fmt, "", label):
+            fields += [i32("VAR", fid, len(text)), string("VAR", fid + 1, text)]
+            fid += 2
+        fields += [string("VAR", fid, "1" if numeric else "2"), i32("VAR", fid + 1, length),
+                   i32("VAR", fid + 2, width), i32("VAR", fid + 3, decimals), i32("VAR", fid + 4, 0),
+                   i32("VAR", fid + 5, 0), string("VAR", fid + 6, "")]
+        fid += 7
+    return message(fields)
+
+
+def ato(rows, numeric):
+    """seed 001 "ATO": the count, record type 3, then (vtype, value) per variable per observation."""
+    fields = [i32("ATO", 1, len(rows)), i32("ATO", 2, 3)]
+    fid = 3
+    for row in rows:
+        for value, is_numeric in zip(row, numeric):
+            fields.append(i32("ATO", fid, 1 if is_numeric else 2))
+            fields.append(f64("ATO", fid + 1, value) if is_numeric else string("ATO", fid + 1, value))
+            fid += 2
+    return message(fields)
+
+
+def lst(count):
+    return message([i32("LST", 1, count)])
+
+
+def fdc(lrecl, size):
+    return message([i32("FDC", 1, lrecl), i32("FDC", 2, size)])
+
+
+def atx(lines):
+    fields = [i32("ATX", 1, len(lines))]
+    for n, line in enumerate(lines):
+        fields += [i32("ATX", 2 + 2 * n, len(line)), string("ATX", 3 + 2 * n, line)]
+    return message(fields)
+
+
+VARIABLES = [("ID", "", 0, 0, "Row id", True, 8), ("NAME", "$", 10, 0, "Name", False, 10),
+             ("RATE", "PERCENT", 8, 2, "Rate", True, 4), ("BORN", "DATE", 9, 0, "Born", True, 8)]
+NUMERIC = [v[5] for v in VARIABLES]
+ROWS = [(1.0, "Ann", 0.5, 0.0), (2.0, "Bob Smith", 1.5, 365.0), (3.0, "", SAS_MISSING, SAS_MISSING),
+        (4.0, "Zoë", 0.25, -1.0)]
+
+
+def capture_bytes(lst_count=4, rows=ROWS):
+    return b"".join([
+        hdr([(1, BLANKS, "WORK", "RVDATA", "Rows over RV")]),
+        msg([(1, 100), (2, 9999), (3, 9999.1234), (4, "ABCDEFGHIJKLMNOPQRSTUVWXYZ".ljust(50))]),
+        dat(len(rows), len(VARIABLES), 30), var(VARIABLES),
+        ato([tuple(r) for r in rows[:2]], NUMERIC), ato([tuple(r) for r in rows[2:]], NUMERIC), lst(lst_count),
+        hdr([(2, BLANKS, "FILENAME", "notes.txt", "Notes")]), fdc(80, 18), atx(["line one", "line two"]), lst(2),
+    ])
+
+
+def write(tmp_path, data, name="capture.rv") -> str:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+# -- tests --------------------------------------------------------------------------------------
+
+
+def test_the_wire_format_by_raimds_rules():
+    data = message([field("num", 7, 12, b"\x12\x34\x56\x78", scalar=True), string("long", None, "x" * 200),
+                    field("odd", None, 99, b"\x01\x02\x03")])
+    fields, end = read_message(data, 0)
+    assert end == len(data) and [(f.name, f.field_id, f.type) for f in fields] == [
+        ("num", 7, 12), ("long", None, 8), ("odd", None, 99)]
+    assert fields[0].value == 0x12345678 and fields[1].value == b"x" * 200  # a 0x79 + u16 size
+    assert fields[2].value == b"\x01\x02\x03"  # a type the reader does not know, skipped by its size
+
+
+def test_a_nested_message():
+    # raimd's { "data" : { "field" : "value" } }; its drawing's sizes disagree with its code, which
+    # this follows: 23 bytes for the inner message, 39 in all.
+    inner = message([string("field", None, "value")])
+    outer = message([field("data", None, 1, inner)])
+    assert inner[:4] == bytes.fromhex("00000017") and outer[:4] == bytes.fromhex("00000027")
+    assert outer[8:24] == bytes.fromhex("05 64617461 00 01 7a 00000017 9955eeaa".replace(" ", ""))
+    [nested], _ = read_message(outer, 0)
+    assert [(f.name, f.value) for f in nested.value] == [("field", b"value")]
+
+
+def test_an_rv_capture_reads_the_dataset_its_variables_and_files(tmp_path):
+    path = write(tmp_path, capture_bytes())
+    assert transports.detect_format(path).name == "tibrv"
+    capture = Capture.open(path)
+    table = capture.dataset_table()
+    rows = table.to_pylist()
+    assert [r["ID"] for r in rows] == [1.0, 2.0, 3.0, 4.0]
+    assert [r["NAME"] for r in rows] == ["Ann", "Bob Smith", None, "Zoë"]  # UTF-8 by default (defaultCcsid)
+    assert [r["RATE"] for r in rows] == [0.5, 1.5, None, 0.25]  # 4-byte numerics: the high-order bytes
+    assert str(rows[1]["BORN"]) == "1960-12-31" and rows[2]["BORN"] is None
+    assert table.schema.field("RATE").metadata[b"format"] == b"PERCENT8.2"
+    assert table.schema.field("NAME").metadata[b"label"] == b"Name"
+    dataset, notes = capture.attachments_table().to_pylist()
+    assert (dataset["name"], dataset["complete"], dataset["observations"], dataset["label"]) == (
+        "WORK.RVDATA", True, 4, "RV rows")
+    assert dataset["message"] == b"100;9999;9999.1234;" + b"ABCDEFGHIJKLMNOPQRSTUVWXYZ".ljust(50)
+    assert (notes["name"], notes["kind"], notes["complete"]) == ("notes.txt", "text", True)
+    assert capture.files_table().column("text").to_pylist() == ["line one\nline two\n"]
+    assert [v["name"] for v in capture.variables_table().to_pylist()] == ["ID", "NAME", "RATE", "BORN"]
+
+
+def test_the_messages_view_shows_each_rv_message(tmp_path):
+    rows = Capture.open(write(tmp_path, capture_bytes())).messages_table().to_pylist()
+    assert [r["rv_type"] for r in rows] == ["HDR", "MSG", "DAT", "VAR", "ATO", "ATO", "LST", "HDR", "FDC", "ATX",
+                                            "LST"]
+    assert [r["role"] for r in rows[:7]] == ["header", "application", "sequenced", "sequenced", "sequenced",
+                                             "sequenced", "count"]
+    assert [r["sequence"] for r in rows[2:7]] == [1, 2, 3, 4, 0]
+    assert rows[4]["rv_fields"] == 2 + 2 * 2 * 4 and rows[4]["rv_summary"].startswith("ATO(1)=2 ATO(2)=3 ATO(3)=1")
+    assert all(r["transport"] == "tibrv" and r["msg_id"] is None for r in rows)
+
+
+def test_partitions_rebuild_ato_messages_from_their_planned_layout(tmp_path):
+    rows = [(float(i), f"n{i}", i / 4, float(i)) for i in range(300)]
+    data = b"".join([hdr([(1, BLANKS, "WORK", "MANY", "")]), dat(300, 4, 30), var(VARIABLES)]
+                    + [ato(rows[i:i + 20], NUMERIC) for i in range(0, 300, 20)] + [lst(2 + 15)])
+    capture = Capture.open(write(tmp_path, data), use_index_cache=False)
+    [att] = capture.attachments
+    slices = capture.dataset_slices(att, 2000)
+    assert len(slices) > 3 and all(s.hints for s in slices)
+    got = [r for s in slices for b in slice_batches(s, batch_rows=64) for r in b.to_pylist()]
+    assert [(r["ID"], r["NAME"]) for r in got] == [(float(i), f"n{i}") for i in range(300)]
+
+
+def test_an_lst_that_miscounts_makes_the_attachment_incomplete(tmp_path):
+    capture = Capture.open(write(tmp_path, capture_bytes(lst_count=5)))
+    dataset = capture.attachments_table().to_pylist()[0]
+    assert dataset["complete"] is False
+    assert "its LST counts 5 messages, 4 were found between the header and it" in dataset["problem"]
+
+
+def test_a_vtype_that_contradicts_var_names_observation_variable_and_offset(tmp_path):
+    rows = [(1.0, 2.0, 0.5, 0.0)]  # NAME sent as a number
+    data = b"".join([hdr([(1, BLANKS, "WORK", "BAD", "")]), dat(1, 4, 30), var(VARIABLES),
+                     ato(rows, [True, True, True, True]), lst(3)])
+    with pytest.raises(CmiFormatError, match="observation 1, variable 2: the vtype contradicts") as e:
+        Capture.open(write(tmp_path, data), use_index_cache=False)
+    bad = data.index(ato(rows, [True] * 4))
+    assert e.value.message_index == 3 and e.value.location.file_offset == bad
+    assert e.value.offset > 8  # the offset of the vtype field inside the message
+
+
+def test_truncated_and_oversized_messages_are_typed_errors(tmp_path):
+    good = capture_bytes()
+    with pytest.raises(TruncatedError):
+        Capture.open(write(tmp_path, good[:-3], "cut.rv"), use_index_cache=False)
+    inner = message([string("f", None, "v")])
+    lying = message([field("data", None, 1, (len(inner) + 50).to_bytes(4, "big") + inner[4:])])
+    with pytest.raises(TruncatedError):  # a nested message longer than its parent
+        read_message(lying, 0)
+    huge = bytes([0xFF, 0xFF, 0xFF, 0xF0]) + MAGIC
+    with pytest.raises(TruncatedError):  # a declared size never allocates
+        Capture.open(write(tmp_path, huge, "huge.rv"), use_index_cache=False)
