@@ -10,6 +10,7 @@ from typing import Mapping, Optional, Tuple
 
 from ..charsets import CCSID_CODECS, CharsetPolicy
 from ..encoding import ENCODING_BIG_ENDIAN, ENCODING_LITTLE_ENDIAN, ENCODING_ZOS
+from .. import transports
 from ..errors import CmiOptionError
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES
@@ -109,6 +110,7 @@ class SaveOptions:
     label: str = ""
     attachment_per_partition: bool = False
     lrecl: Optional[int] = None
+    write_format: str = "dmpmqmsg"  # the capture format of the transport chosen (option transport)
 
     @property
     def dataset_name(self) -> str:
@@ -125,10 +127,17 @@ class SaveOptions:
         kind = str(options.get("kind", "dataset")).strip().lower()
         if kind not in WRITE_KINDS:
             raise CmiOptionError(f"option kind must be one of {', '.join(WRITE_KINDS)}, not {kind!r}")
-        encoding = _int(options, "encoding", ENCODING_LITTLE_ENDIAN)
+        transport = str(options.get("transport", "mq")).strip().lower()
+        write_format = transports.write_format(transport).name
+        # TIB/RV sends numbers as big-endian IEEE doubles (seed 001): its records are written so.
+        big_endian_only = transport == "tibrv"
+        encoding = _int(options, "encoding", ENCODING_BIG_ENDIAN if big_endian_only else ENCODING_LITTLE_ENDIAN)
         if encoding not in (ENCODING_LITTLE_ENDIAN, ENCODING_BIG_ENDIAN, ENCODING_ZOS):
             raise CmiOptionError(f"option encoding must be 546 (little-endian), 273 (big-endian) or "
                                  f"785 (z/OS, S/390 floats), not {encoding}")
+        if big_endian_only and encoding != ENCODING_BIG_ENDIAN:
+            raise CmiOptionError(f"option encoding must be 273 with transport tibrv (RV numbers are "
+                                 f"big-endian IEEE), not {encoding}")
         long_size = _int(options, "longsize", 4)
         if long_size not in (4, 8):
             raise CmiOptionError(f"option longSize must be 4 or 8, not {long_size}")
@@ -144,7 +153,7 @@ class SaveOptions:
         return cls(directory=directory, library=library, member=member, codec=codec, kind=kind,
                    description=options.get("description", ""), label=options.get("label", ""),
                    attachment_per_partition=_bool(options, "attachmentperpartition", False),
-                   lrecl=_int(options, "lrecl", None))
+                   lrecl=_int(options, "lrecl", None), write_format=write_format)
 
 
 def _dataset_name(text: str) -> Tuple[str, str]:

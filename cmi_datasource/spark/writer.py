@@ -11,6 +11,7 @@ codec into one dump, renames it into place and removes the staging folder;
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 import uuid
@@ -26,7 +27,7 @@ from pyspark.sql.types import StructType
 from ..charsets import code_page
 from ..cmi.emit import OutgoingAttachment, header_groups
 from ..engine.options import SaveOptions
-from ..engine.write import DEFAULT_WRITE_FORMAT, FileToWrite, dataset_attachment, file_attachment, stream_messages
+from ..engine.write import FileToWrite, dataset_attachment, file_attachment, stream_messages
 from ..errors import CmiEncodeError, CmiError, CmiOptionError
 from ..payload.sas_dataset_writer import check_schema, merge_lengths, string_lengths
 from ..transports import capture_format
@@ -63,17 +64,25 @@ def _spill_batches(path: str) -> Iterator[pa.RecordBatch]:
             yield batch
 
 
+# What our saves are named: cmi-<lib>.<member>-<the job's 32 hex digits><the format's suffix>.
+_OUR_NAME = re.compile(r"^cmi-.+-[0-9a-f]{32}\.[a-z]+$")
+
+
 def previous_dumps(directory: str) -> List[str]:
-    """Dump files an earlier save wrote here: our name pattern and our header mark."""
+    """Captures an earlier save wrote here: our name pattern, and in text dumps our header mark
+    (an RV capture has no place for one: the name, with its job id, identifies it)."""
     found = []
     if not os.path.isdir(directory):
         return found
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
-        if name.startswith(DUMP_PREFIX) and name.endswith(DUMP_SUFFIX) and os.path.isfile(path):
+        if not (_OUR_NAME.match(name) and os.path.isfile(path)):
+            continue
+        if name.endswith(DUMP_SUFFIX):
             with open(path, "rb") as f:
-                if WRITER_MARK.encode() in f.read(512):
-                    found.append(path)
+                if WRITER_MARK.encode() not in f.read(512):
+                    continue
+        found.append(path)
     return found
 
 
@@ -178,12 +187,13 @@ class CmiWriter(DataSourceArrowWriter):
             assembling = os.path.join(self.staging, "dump.tmp")
             with open(assembling, "wb") as out:
                 messages_out = (m for group in groups for m in stream_messages(group, o.codec))
-                capture_format(DEFAULT_WRITE_FORMAT).write(
+                capture_format(o.write_format).write(
                     out, messages_out, deterministic=o.codec.deterministic_seed is not None,
                     comments=[WRITER_MARK, f"Dataset = {o.dataset_name}" if o.kind == "dataset"
                               else f"Files = {o.kind}"])
             replaced = previous_dumps(o.directory) if self.overwrite else []
-            final = os.path.join(o.directory, f"{DUMP_PREFIX}{o.dataset_name.lower()}-{self.job_id}{DUMP_SUFFIX}")
+            suffix = capture_format(o.write_format).suffix
+            final = os.path.join(o.directory, f"{DUMP_PREFIX}{o.dataset_name.lower()}-{self.job_id}{suffix}")
             os.replace(assembling, final)
             for path in replaced:
                 os.remove(path)

@@ -92,6 +92,18 @@ def capture_format(name: str) -> CaptureFormat:
     return found
 
 
+def write_format(transport: str) -> CaptureFormat:
+    """The capture format ``df.write.option("transport", transport)`` writes."""
+    _load_builtin()
+    if transport not in _TRANSPORTS:
+        _load_entry_points()
+    found = _TRANSPORTS.get(transport)
+    writable = [t.name for t in _TRANSPORTS.values() if t.write_format]
+    if found is None or not found.write_format:
+        raise CmiOptionError(f"option transport must be one of {', '.join(writable)}, not {transport!r}")
+    return capture_format(found.write_format)
+
+
 def _sniffed(head: bytes) -> Optional[CaptureFormat]:
     return next((fmt for fmt in _FORMATS.values() if fmt.sniff(head)), None)
 
@@ -115,4 +127,4 @@ def detect_format(path: str) -> CaptureFormat:
 
 
 __all__ = ["BUILTIN", "CaptureFormat", "SpanPayloads", "Transport", "capture_format", "detect_format",
-           "register", "transports", "unregister"]
+           "register", "transports", "unregister", "write_format"]

@@ -33,6 +33,7 @@ class CaptureFormat:
 
     name: str = ""  # what option("format", ...) names it by, e.g. "dmpmqmsg"
     description: str = ""  # one line: what files these are
+    suffix: str = ""  # the ending of the files the writer names (".dmp")
     transport: "Transport"  # set when the transport is registered
 
     def sniff(self, head: bytes) -> bool:
@@ -78,6 +79,7 @@ class Transport:
 
     name: str = ""  # e.g. "mq"
     formats: Sequence[CaptureFormat] = ()
+    write_format: str = ""  # the format df.write.option("transport", name) writes; "" for none
     message_columns: Sequence[pa.Field] = ()  # its own columns of the messages view
 
     def logical_messages(self, messages: Sequence[PhysicalMessage]

@@ -217,3 +217,24 @@ def test_application_message_larger_than_a_message_is_refused(spark, tmp_path):
     with pytest.raises(PySparkException, match="option message is 40000 bytes"):
         spark.createDataFrame([(1.0,)], "x double").write.format("cmi").mode("append") \
             .option("message", "m" * 40000).save(str(tmp_path / "o"))
+
+
+def test_write_as_tibrv_and_read_back_like_the_mq_dump(spark, tmp_path):
+    df = spark.createDataFrame(ROWS, ALL_TYPES).repartition(2)
+    mq_dir, rv_dir = str(tmp_path / "mq"), str(tmp_path / "rv")
+    df.write.format("cmi").mode("append").option("dataset", "work.types").option("encoding", "273").save(mq_dir)
+    df.write.format("cmi").mode("append").option("dataset", "work.types").option("transport", "tibrv").save(rv_dir)
+    [rv_file] = files_in(rv_dir)
+    assert rv_file.startswith("cmi-work.types-") and rv_file.endswith(".rv")
+    assert open(os.path.join(rv_dir, rv_file), "rb").read(8)[4:] == bytes.fromhex("9955eeaa")
+    mq, rv = spark.read.format("cmi").load(mq_dir), spark.read.format("cmi").load(rv_dir)
+    assert rv.schema == mq.schema
+    assert sorted(rv.collect(), key=str) == sorted(mq.collect(), key=str)
+    kinds = spark.read.format("cmi").option("view", "messages").load(rv_dir).select("rv_type").collect()
+    assert [r["rv_type"] for r in kinds][:3] == ["HDR", "MSG", "DAT"] and kinds[-1]["rv_type"] == "LST"
+    df.write.format("cmi").mode("overwrite").option("dataset", "work.types").option("transport", "tibrv").save(rv_dir)
+    assert len(files_in(rv_dir)) == 1 and files_in(rv_dir) != [rv_file]
+    with pytest.raises(PySparkException, match="encoding must be 273 with transport tibrv"):
+        df.write.format("cmi").mode("append").option("transport", "tibrv").option("encoding", "546").save(rv_dir)
+    with pytest.raises(PySparkException, match="option transport must be one of mq, tibrv"):
+        df.write.format("cmi").mode("append").option("transport", "carrier pigeon").save(rv_dir)

@@ -262,3 +262,60 @@ def test_truncated_and_oversized_messages_are_typed_errors(tmp_path):
     huge = bytes([0xFF, 0xFF, 0xFF, 0xF0]) + MAGIC
     with pytest.raises(TruncatedError):  # a declared size never allocates
         Capture.open(write(tmp_path, huge, "huge.rv"), use_index_cache=False)
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def test_one_table_written_as_mq_dump_and_as_rv_capture_reads_back_identically(tmp_path):
+    import datetime as dt
+    import io
+
+    import pyarrow as pa
+
+    from cmi_datasource.engine.write import DatasetToWrite, FileToWrite, WriteOptions, write_attachments_dump
+    schema = pa.schema([pa.field("ID", pa.float64(), metadata={"label": "Row id"}),
+                        pa.field("NAME", pa.string(), metadata={"label": "Name", "format": "$20."}),
+                        pa.field("BORN", pa.date32(), metadata={"format": "DATE9."}), pa.field("SCORE", pa.float64())])
+    table = pa.table({
+        "ID": [float(i) for i in range(5000)],
+        "NAME": [f"person {i} ü" if i % 7 else None for i in range(5000)],
+        "BORN": [dt.date(1950, 1, 1) + dt.timedelta(days=i) for i in range(5000)],
+        "SCORE": [i / 8 for i in range(5000)],
+    }, schema=schema)
+    datasets = [DatasetToWrite(table, "WORK", "PEOPLE", label="People", description="Both ways")]
+    files = [FileToWrite("notes.txt", text="one\ntwo\n"), FileToWrite("blob.bin", content=bytes(range(256)) * 3)]
+    options = WriteOptions(encoding=273, max_message_bytes=2000, deterministic_seed="both",
+                           application_message="hello")
+    paths = {}
+    for fmt in ("dmpmqmsg", "tibrv"):
+        out = io.BytesIO()
+        write_attachments_dump(out, datasets, files, options, format=fmt)
+        paths[fmt] = write(tmp_path, out.getvalue(), f"both.{fmt}")
+    mq, rv = Capture.open(paths["dmpmqmsg"]), Capture.open(paths["tibrv"])
+    assert rv.formats[paths["tibrv"]] == "tibrv"
+    assert rv.dataset_table().equals(mq.dataset_table(), check_metadata=True)
+    assert rv.dataset_table().schema.field("ID").metadata[b"label"] == b"Row id"
+    assert rv.files_table().select(["name", "kind", "lrecl", "size", "content", "text"]).equals(
+        mq.files_table().select(["name", "kind", "lrecl", "size", "content", "text"]))
+    kept = ["kind", "name", "description", "complete", "observations", "variables", "label"]
+    assert rv.attachments_table().select(kept).equals(mq.attachments_table().select(kept))
+    assert rv.attachments_table().column("message").to_pylist()[0] == b"hello"
+    counts = [r for r in rv.messages_table().to_pylist() if r["rv_type"] == "LST"]
+    assert all(r["problem"] is None for r in counts) and len(counts) == 3
+    [att] = [a for a in rv.attachments if a.entry.name == "WORK.PEOPLE"]
+    slices = rv.dataset_slices(att, 20_000)
+    assert len(slices) > 2
+    assert [r for s in slices for b in slice_batches(s) for r in b.to_pylist()] == table.to_pylist()
+
+
+def test_rv_capture_needs_big_endian_numbers():
+    import io
+
+    import pyarrow as pa
+
+    from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
+    from cmi_datasource.errors import CmiEncodeError
+    with pytest.raises(CmiEncodeError, match="encoding 273"):
+        write_attachments_dump(io.BytesIO(), [DatasetToWrite(pa.table({"X": [1.0]}), "W", "X")],
+                               options=WriteOptions(encoding=546), format="tibrv")

@@ -46,6 +46,7 @@ def _first_lines(head: bytes, skip=None) -> Iterator[bytes]:
 class DmpmqmsgFormat(CaptureFormat):
     name = "dmpmqmsg"
     description = "IBM MQ dmpmqmsg / qload text dump"
+    suffix = ".dmp"
 
     def sniff(self, head: bytes) -> bool:
         # The first significant line after the tool's banner: a comment (the "* DMPMQMSG"
@@ -74,6 +75,7 @@ class DmpmqmsgFormat(CaptureFormat):
 class AmqsbcgFormat(CaptureFormat):
     name = "amqsbcg"
     description = "output of IBM's browse sample amqsbcg ('AMQSBCG0 - starts here')"
+    suffix = ".txt"
 
     def sniff(self, head: bytes) -> bool:
         line = next(_first_lines(head), b"")
@@ -98,6 +100,7 @@ class AmqsbcgFormat(CaptureFormat):
 class MqgetFormat(CaptureFormat):
     name = "mqget"
     description = "binary MQGET capture: an MQMD, a 4-byte data length and the data, per message"
+    suffix = ".mqget"
 
     def sniff(self, head: bytes) -> bool:
         return mqget.looks_like_capture(head)
@@ -118,6 +121,7 @@ def _hex(raw: Optional[bytes]) -> Optional[str]:
 class MqTransport(Transport):
     name = "mq"
     formats = (MqgetFormat(), AmqsbcgFormat(), DmpmqmsgFormat())  # sniffed in this order
+    write_format = "dmpmqmsg"
     message_columns = (
         pa.field("msg_id", pa.string()), pa.field("format", pa.string()), pa.field("put_date", pa.string()),
         pa.field("put_time", pa.string()), pa.field("headers", pa.list_(pa.string())),

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
 from ...cmi.correl import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, count_correl_id, sequence_correl_id
 from ...errors import CmiFormatError, Location
-from ...messages import Descriptor, PhysicalMessage, UnjoinedMessage
+from ...messages import Descriptor, OutgoingMessage, PhysicalMessage, UnjoinedMessage
 from ..base import CaptureFormat, Transport
 from . import records
 from .observations import observation_rows
 from .records import ENCODING, ObservationLayout
 from .wire import HEADER, MAGIC, read_message
+from .writer import write_rv
 
 _ZERO_CORREL = bytes(24)
 
@@ -102,6 +103,7 @@ class _Reader:
 class RvFormat(CaptureFormat):
     name = "tibrv"
     description = "TIB/Rendezvous messages back to back, as the RV API serializes them (magic 0x9955EEAA)"
+    suffix = ".rv"
 
     def sniff(self, head: bytes) -> bool:
         return len(head) >= 8 and int.from_bytes(head[4:8], "big") == MAGIC
@@ -113,10 +115,15 @@ class RvFormat(CaptureFormat):
             yield message
             index += 1
 
+    def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
+              deterministic: bool = False) -> int:
+        return write_rv(out, messages)
+
 
 class RvTransport(Transport):
     name = "tibrv"
     formats = (RvFormat(),)
+    write_format = "tibrv"
     message_columns = (pa.field("rv_type", pa.string()), pa.field("rv_fields", pa.int32()),
                        pa.field("rv_summary", pa.string()))
 
