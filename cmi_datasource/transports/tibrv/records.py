@@ -197,7 +197,7 @@ def application_text(fields: Sequence[RvField]) -> bytes:
     return b";".join(v if isinstance(v, bytes) else repr(v).encode() for v in values)
 
 
-def summary(fields: Sequence[RvField], limit: int = 12) -> str:
+def summary(fields: Sequence[RvField], field_count: int, limit: int = 12) -> str:
     """A readable line of the first fields: NAME(id)=value ..., types the reader does not know named."""
     parts = []
     for f in fields[:limit]:
@@ -205,7 +205,7 @@ def summary(fields: Sequence[RvField], limit: int = 12) -> str:
         shown = (value.decode("latin-1") if isinstance(value, bytes) and f.type == 8 else
                  f"[{len(f.data)} {type_name(f.type)} bytes]" if isinstance(value, bytes) else repr(value))
         parts.append(f"{f.name}({f.field_id})={shown[:40]}" if f.field_id is not None else f"{f.name}={shown[:40]}")
-    return " ".join(parts) + (f" ... ({len(fields)} fields)" if len(fields) > limit else "")
+    return " ".join(parts) + (f" ... ({field_count} fields)" if field_count > limit else "")
 
 
 def layout_of(definition_fields: Sequence[RvField], variables: Sequence[Tuple[bool, int]],

@@ -11,6 +11,7 @@ incomplete, naming both counts.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -23,10 +24,11 @@ from ..base import CaptureFormat, Transport
 from . import records
 from .observations import observation_rows
 from .records import ENCODING, ObservationLayout
-from .wire import HEADER, MAGIC, read_message
+from .wire import HEADER, MAGIC, message_end, read_fields
 from .writer import write_rv
 
 _ZERO_CORREL = bytes(24)
+SUMMARY_FIELDS = 12  # fields the messages view's rv_summary shows
 
 
 @dataclass(frozen=True)
@@ -55,14 +57,15 @@ class _Reader:
         self.layout: Optional[ObservationLayout] = None
 
     def message(self, data: bytes, pos: int, base_offset: int, index: int) -> Tuple[PhysicalMessage, int]:
-        where = Location(self.source, index, base_offset + pos)
-        fields, end = read_message(data, pos, lambda at: where.at_payload(at - pos))
-        body = data[pos:end]
-        kind = records.kind_of(fields)
         located = Location(self.source, index, base_offset + pos)
-        # Field offsets are in ``data``; the CMI records name payload offsets from the message start.
-        fields = [dataclasses.replace(f, offset=f.offset - pos) for f in fields]
-        summary = records.summary(fields)
+        end = message_end(data, pos, lambda at: located.at_payload(at - pos))
+        body = data[pos:end]  # field offsets below are from the message's start, as payload offsets
+        fields_left = read_fields(body, HEADER.size, len(body), located.at_payload)
+        fields = list(itertools.islice(fields_left, SUMMARY_FIELDS))
+        kind = records.kind_of(fields)
+        if kind != "ATO":  # an ATO message's pairs are read by the kernel, never field by field here
+            fields += list(fields_left)
+        field_count = len(fields)
         msg_type, correl, count, keys, hint, raw = MSGTYPE_CMI_SUBORDINATE, _ZERO_CORREL, None, (), None, False
         if kind == "HDR":
             payload, header = records.header(fields, self.source, index, located)
@@ -85,6 +88,7 @@ class _Reader:
                 payload, raw = body, True
             else:
                 payload = observation_rows(body, HEADER.size, len(body), hint, located)
+                field_count = 2 + 2 * len(hint.lengths) * ((len(payload) - 4) // max(hint.obs_length, 1))
         elif kind in ("ATI", "ATC"):
             payload = records.record_type_only(kind)
         elif kind == "FDC":
@@ -95,7 +99,7 @@ class _Reader:
             payload, count = records.WIRE.structs()[0].pack(0), records.count_of(fields, "LST", located)
         else:
             raise records.RvCmiError(f"RV message of type {kind!r}: not one of {', '.join(records.KINDS)}", located)
-        details = RvDetails(kind, len(fields), summary, count, keys, raw)
+        details = RvDetails(kind, field_count, records.summary(fields, field_count), count, keys, raw)
         return PhysicalMessage(_descriptor(msg_type, correl), payload, self.source, index, base_offset + pos,
                                base_offset + end, details=details, reread_hint=hint), end
 

@@ -183,17 +183,23 @@ def read_fields(buf: bytes, start: int, end: int,
         pos += size
 
 
-def read_message(buf: bytes, pos: int, where: Callable[[int], Location] = lambda at: Location(None, None, None, at)
-                 ) -> Tuple[List[RvField], int]:
-    """The fields of the message at ``pos`` and where it ends."""
+def message_end(buf: bytes, pos: int, where: Callable[[int], Location] = lambda at: Location(None, None, None, at)
+                ) -> int:
+    """Where the message at ``pos`` ends, its header checked."""
     _need(buf, pos, HEADER.size, len(buf), "message header", where)
     header = HEADER.unpack(buf, pos, BIG)
     if header["magic"] != MAGIC:
         raise RvFormatError(f"no RV message here: magic {header['magic']:#010x}, not {MAGIC:#010x}", where(pos))
     if header["size"] < HEADER.size:
         raise RvFormatError(f"message declares {header['size']} bytes, less than its header", where(pos))
-    end = pos + header["size"]
     _need(buf, pos, header["size"], len(buf), "message", where)
+    return pos + header["size"]
+
+
+def read_message(buf: bytes, pos: int, where: Callable[[int], Location] = lambda at: Location(None, None, None, at)
+                 ) -> Tuple[List[RvField], int]:
+    """The fields of the message at ``pos`` and where it ends."""
+    end = message_end(buf, pos, where)
     return list(read_fields(buf, pos + HEADER.size, end, where)), end
 
 
