@@ -25,7 +25,8 @@ ATTACHMENTS_SCHEMA = pa.schema([
     ("attachment", pa.string()), ("kind", pa.string()), ("name", pa.string()),
     ("description", pa.string()), ("complete", pa.bool_()), ("expected_messages", pa.int64()),
     ("found_messages", pa.int64()), ("observations", pa.int64()), ("variables", pa.int64()),
-    ("label", pa.string()), ("message", pa.binary()), ("problem", pa.string()), ("source", pa.string()),
+    ("label", pa.string()), ("message", pa.binary()), ("message_values", pa.list_(pa.string())),
+    ("problem", pa.string()), ("source", pa.string()),
 ])
 VARIABLES_SCHEMA = pa.schema([
     ("dataset", pa.string()), ("attachment", pa.string()), ("position", pa.int32()), ("name", pa.string()),
@@ -96,6 +97,7 @@ def attachments_table(capture: "Capture") -> pa.Table:
             "description": a.entry.description, "complete": a.complete, "expected_messages": a.expected,
             "found_messages": len(a.sequenced), "observations": observations, "variables": variables,
             "label": label, "message": capture.full(a.application).payload if a.application else None,
+            "message_values": _message_values(capture, a.application),
             "problem": problem, "source": a.header_message.source,
         })
     for broken in capture.assembly.broken_headers:
@@ -104,6 +106,11 @@ def attachments_table(capture: "Capture") -> pa.Table:
                      "found_messages": 0, "observations": None, "variables": None, "label": None,
                      "message": None, "problem": broken.problem, "source": broken.message.source})
     return pa.Table.from_pylist(rows, schema=ATTACHMENTS_SCHEMA)
+
+
+def _message_values(capture: "Capture", message: Optional[PhysicalMessage]) -> Optional[List[str]]:
+    transport = capture.transport_of(message) if message is not None else None
+    return transport.message_values(message) if transport is not None else None
 
 
 def variables_table(capture: "Capture") -> pa.Table:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import groupby
-from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Sequence,
+from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
                     Tuple)
 
 import numpy as np
@@ -99,6 +99,11 @@ class Transport:
             raise CmiFormatError(f"the pieces of a planned message no longer join: "
                                  f"{unjoined[0].reason if unjoined else 'the file changed'}", pieces[0].location())
         return joined[0]
+
+    def message_values(self, message: PhysicalMessage) -> Optional[List[str]]:
+        """An application message's parameters, when the transport sends them typed (TIB/RV's map);
+        None when the message is plain bytes (MQ)."""
+        return None
 
     def is_piece(self, message: PhysicalMessage) -> bool:
         """Whether the message is a piece of a logical message, for ``logical_messages`` to join

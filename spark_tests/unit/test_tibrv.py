@@ -205,6 +205,7 @@ def test_an_rv_capture_reads_the_dataset_its_variables_and_files(tmp_path):
     assert (dataset["name"], dataset["complete"], dataset["observations"], dataset["label"]) == (
         "WORK.RVDATA", True, 4, "RV rows")
     assert dataset["message"] == b"100;9999;9999.1234;" + b"ABCDEFGHIJKLMNOPQRSTUVWXYZ".ljust(50)
+    assert dataset["message_values"] == ["100", "9999", "9999.1234", "ABCDEFGHIJKLMNOPQRSTUVWXYZ".ljust(50)]
     assert (notes["name"], notes["kind"], notes["complete"]) == ("notes.txt", "text", True)
     assert capture.files_table().column("text").to_pylist() == ["line one\nline two\n"]
     assert [v["name"] for v in capture.variables_table().to_pylist()] == ["ID", "NAME", "RATE", "BORN"]

@@ -190,11 +190,16 @@ def record_type_only(kind: str) -> bytes:
     return struct.pack(">i", RECORD_TYPES[kind])
 
 
+def application_values(fields: Sequence[RvField]) -> Tuple[str, ...]:
+    """MSG/DATA: field 1 the count, then (data type, value) pairs (1 short, 2 long, 3 double,
+    4 string): each value as text, in order."""
+    return tuple(v.decode("latin-1") if isinstance(v, bytes) else repr(v) for v in (f.value for f in fields[2::2]))
+
+
 def application_text(fields: Sequence[RvField]) -> bytes:
-    """MSG/DATA: field 1 the count, then (data type, value) pairs; the values as text, ";"-separated,
-    as seed 001 writes the map ('100;9999;9999.1234;ABC...')."""
-    values = [f.value for f in fields[2::2]]
-    return b";".join(v if isinstance(v, bytes) else repr(v).encode() for v in values)
+    """The application message's bytes: its values ";"-separated, as seed 001 writes the map
+    ('100;9999;9999.1234;ABC...')."""
+    return ";".join(application_values(fields)).encode("latin-1")
 
 
 def summary(fields: Sequence[RvField], field_count: int, limit: int = 12) -> str:

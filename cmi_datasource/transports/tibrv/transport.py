@@ -39,6 +39,7 @@ class RvDetails:
     count: Optional[int] = None  # HDR: attachments; LST: the messages it counts
     keys: Tuple[bytes, ...] = ()  # HDR: its attachments' keys; its message correlid last
     raw: bool = False  # ATO re-read without its layout: the RV body, waiting for ``rebuild``
+    values: Tuple[str, ...] = ()  # MSG/DATA: its parameters
 
 
 def _descriptor(msg_type: int, correl_id: bytes = _ZERO_CORREL) -> Descriptor:
@@ -67,13 +68,14 @@ class _Reader:
             fields += list(fields_left)
         field_count = len(fields)
         msg_type, correl, count, keys, hint, raw = MSGTYPE_CMI_SUBORDINATE, _ZERO_CORREL, None, (), None, False
+        values: Tuple[str, ...] = ()
         if kind == "HDR":
             payload, header = records.header(fields, self.source, index, located)
             msg_type, correl, count = MSGTYPE_CMI_HEADER, header.header_correl_id, len(header.attachments)
             keys = tuple(e.key for e in header.attachments) + (header.message_correl_id,)
             self.definition, self.variables, self.layout = None, [], None
         elif kind in ("MSG", "DATA"):
-            payload = records.application_text(fields)
+            payload, values = records.application_text(fields), records.application_values(fields)
         elif kind == "DAT":
             payload = records.dataset_definition(fields, located)
             self.definition, self.variables, self.layout = fields, [], None
@@ -99,7 +101,7 @@ class _Reader:
             payload, count = records.WIRE.structs()[0].pack(0), records.count_of(fields, "LST", located)
         else:
             raise records.RvCmiError(f"RV message of type {kind!r}: not one of {', '.join(records.KINDS)}", located)
-        details = RvDetails(kind, field_count, records.summary(fields, field_count), count, keys, raw)
+        details = RvDetails(kind, field_count, records.summary(fields, field_count), count, keys, raw, values)
         return PhysicalMessage(_descriptor(msg_type, correl), payload, self.source, index, base_offset + pos,
                                base_offset + end, details=details, reread_hint=hint), end
 
@@ -185,6 +187,10 @@ class RvTransport(Transport):
             message = dataclasses.replace(message, payload=rows, details=dataclasses.replace(details, raw=False),
                                           reread_hint=hint)
         return message
+
+    def message_values(self, message: PhysicalMessage) -> Optional[List[str]]:
+        details = message.details
+        return list(details.values) if isinstance(details, RvDetails) and details.kind in ("MSG", "DATA") else None
 
     def message_row(self, message: PhysicalMessage) -> Dict[str, Any]:
         details = message.details
