@@ -13,8 +13,8 @@ Read options (names are case-insensitive):
 
 - ``path`` (via ``load()``): a capture file, a directory (read recursively), a glob, or a list
   of them. Attachments may span files of one load.
-- ``format``: the capture format of every file (``dmpmqmsg``, ``mqget``, ...); by default each
-  file's format is recognised from its first bytes.
+- ``format``: the capture format of every file (``dmpmqmsg``, ``amqsbcg``, ``mqget``, ``tibrv``);
+  by default each file's format is recognised from its first bytes (compressed files too).
 - ``view``: ``dataset`` (default, the observations of one SAS dataset), ``attachments`` (one row
   per attachment), ``variables`` (one row per variable per dataset, like PROC CONTENTS),
   ``files`` (one row per external file), ``messages`` (one row per physical message).
@@ -36,8 +36,11 @@ Writing::
 Write options: ``dataset`` (default ``WORK.DATA``), ``encoding`` (546, 273 or 785), ``ccsid``
 (default 1208), ``longSize`` (4 or 8), ``maxMessageBytes`` (at most 32768), ``message``,
 ``description``, ``label``, ``truncate``, ``attachmentPerPartition``, ``deterministic``, ``kind``
-(``dataset``, or ``text``/``binary`` for a DataFrame of ``name`` + ``text``/``content``) and
-``lrecl``. ``mode`` must be ``append`` or ``overwrite``.
+(``dataset``, or ``text``/``binary`` for a DataFrame of ``name`` + ``text``/``content``),
+``lrecl`` and ``transport`` (``mq``, a dmpmqmsg dump, or ``tibrv``, a TIB/Rendezvous capture).
+``mode`` must be ``append`` or ``overwrite``::
+
+    df.write.format("cmi").mode("append").option("transport", "tibrv").save("/data/outbound-rv")
 """
 from __future__ import annotations
 
