@@ -1,7 +1,8 @@
 """The transport registry: which capture formats there are and which one a file is in.
 
 A transport is one package that exposes ``TRANSPORT`` (a ``base.Transport``), plus one line in
-``BUILTIN`` below. A transport outside this package is added at run time with ``register``, or
+``BUILTIN`` below: the package and the names of its capture formats, so that a Spark task that
+re-reads one format imports that transport alone. A transport outside this package is added at run time with ``register``, or
 for every process (Spark's Python workers included) by an entry point in the group
 ``cmi_datasource.transports`` naming its ``Transport`` object. Files are matched to formats by
 their first bytes, in registration order (built-in transports first); the read option
@@ -10,17 +11,17 @@ their first bytes, in registration order (built-in transports first); the read o
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..containers import decompressing, open_capture
 from ..errors import CmiOptionError, Location, UnknownCaptureFormatError
 from .base import CaptureFormat, SpanPayloads, Transport
 
-# One line per transport package shipped with cmi-datasource; each exposes TRANSPORT.
-BUILTIN = (
-    "cmi_datasource.transports.mq",
-    "cmi_datasource.transports.tibrv",
-)
+# One line per transport package shipped with cmi-datasource (each exposes TRANSPORT): its formats.
+BUILTIN = {
+    "cmi_datasource.transports.mq": ("mqget", "amqsbcg", "dmpmqmsg"),
+    "cmi_datasource.transports.tibrv": ("tibrv",),
+}
 ENTRY_POINT_GROUP = "cmi_datasource.transports"
 SNIFF_BYTES = 4096  # what a format's sniff() sees of a file
 
@@ -32,6 +33,10 @@ _state = {"builtin": False, "entry_points": False}
 def register(transport: Transport) -> Transport:
     """Make ``transport`` and its capture formats known in this process; returns it."""
     _load_builtin()
+    return _register(transport)
+
+
+def _register(transport: Transport) -> Transport:
     for fmt in transport.formats:
         owner = _FORMATS.get(fmt.name)
         if owner is not None and owner.transport is not transport:
@@ -53,11 +58,27 @@ def unregister(transport: Transport) -> None:
                 del _FORMATS[fmt.name]
 
 
-def _load_builtin() -> None:
-    if not _state["builtin"]:
+def _load_builtin(format_name: Optional[str] = None) -> None:
+    """Import the built-in transports: all of them, or only the one with format ``format_name``."""
+    if _state["builtin"]:
+        return
+    for module, names in BUILTIN.items():
+        if format_name is None or format_name in names:
+            transport = importlib.import_module(module).TRANSPORT
+            if transport.name not in _TRANSPORTS:
+                _register(transport)
+    if format_name is None:
         _state["builtin"] = True
-        for module in BUILTIN:
-            register(importlib.import_module(module).TRANSPORT)
+    # The built-in ones first: registration order is sniffing order.
+    order = [module for module in BUILTIN]
+    ranked = sorted(_FORMATS.items(), key=lambda item: _rank(item[1], order))
+    _FORMATS.clear()
+    _FORMATS.update(ranked)
+
+
+def _rank(fmt: CaptureFormat, order) -> Tuple[int, int]:
+    module = type(fmt.transport).__module__.rsplit(".", 1)[0]
+    return (order.index(module) if module in order else len(order), list(fmt.transport.formats).index(fmt))
 
 
 def _load_entry_points() -> None:
@@ -83,7 +104,8 @@ def transports() -> List[Transport]:
 
 def capture_format(name: str) -> CaptureFormat:
     """The capture format called ``name`` (option ``format``, or recorded in a plan)."""
-    _load_builtin()
+    if name not in _FORMATS:
+        _load_builtin(name if any(name in names for names in BUILTIN.values()) else None)
     if name not in _FORMATS:
         _load_entry_points()
     found = _FORMATS.get(name)
