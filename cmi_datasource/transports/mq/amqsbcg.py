@@ -41,7 +41,7 @@ from ...compiled import kernel
 from ...containers import read_in_chunks
 from ...errors import DumpSyntaxError, Location, TruncatedError
 from ...messages import PhysicalMessage
-from .hex_lines import PAIR_VALUES, all_head, decode_hex, head_apart, line_end
+from .hex_lines import PAIR_VALUES, all_head, decode_hex, head_apart, line_end, text_line
 from .message import mq_message
 from .mqmd import FIELDS_BY_BROWSE_NAME, MQMD, MQMD_FIELDS
 
@@ -262,11 +262,7 @@ def parse_browse(data: bytes, source: str, base_offset: int = 0, first_index: in
     index = first_index
     pos = 0
     while pos < size:
-        end = data.find(b"\n", pos, size)
-        end = size if end < 0 else end
-        line = data[pos:end]
-        if line.endswith(b"\r"):
-            line = line[:-1]
+        line, end = text_line(data, pos, size)
         offset = base_offset + pos
         where = Location(source, index, offset)
         line_pos, pos = pos, end + 1
@@ -283,11 +279,10 @@ def parse_browse(data: bytes, source: str, base_offset: int = 0, first_index: in
             elif _SUMMARY.match(line):
                 # The summary block's lines are free-form: skip to the next message or run.
                 while pos < size:
-                    nxt = data.find(b"\n", pos, size)
-                    nxt = size if nxt < 0 else nxt
-                    if MESSAGE_START.match(data[pos:nxt]) or data.startswith(STARTS_HERE, pos):
+                    following, following_end = text_line(data, pos, size)
+                    if MESSAGE_START.match(following) or following.startswith(STARTS_HERE):
                         break
-                    pos = nxt + 1
+                    pos = following_end + 1
             continue
         if record is None:
             if _DESCRIPTOR.match(line):  # a paste that lost its MQGET line

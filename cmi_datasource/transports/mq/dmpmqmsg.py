@@ -24,7 +24,7 @@ import numpy as np
 from ...containers import read_in_chunks
 from ...errors import DumpSyntaxError, Location, TruncatedError
 from ...messages import PhysicalMessage
-from .hex_lines import PAIR_VALUES, x_lines, x_run
+from .hex_lines import PAIR_VALUES, text_line, x_lines, x_run
 from .message import mq_message
 from .mqmd import FIELDS_BY_DUMP_CODE, MQMD, MQMD_FIELDS
 
@@ -211,11 +211,7 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
     view = np.frombuffer(data, dtype=np.uint8)
     x_run_bytes = np.empty(size // 2, dtype=np.uint8)  # any X run fits: two digits a byte
     while pos < size:
-        end = data.find(b"\n", pos, size)
-        end = size if end < 0 else end
-        line = data[pos:end]
-        if line.endswith(b"\r"):
-            line = line[:-1]
+        line, end = text_line(data, pos, size)
         offset = base_offset + pos
         tag = line[:1]
         if tag == b"X" and record is not None:

@@ -102,6 +102,15 @@ def x_run(text, pos, size, out, pairs):
     return end, written
 
 
+def text_line(data: bytes, pos: int, size: int):
+    """(the line starting at data[pos], without its LF or CRLF; where its LF is, or ``size``):
+    how the line parsers of text dumps step through ``data[:size]``."""
+    end = data.find(b"\n", pos, size)
+    end = size if end < 0 else end
+    line = data[pos:end]
+    return (line[:-1] if line.endswith(b"\r") else line), end
+
+
 _UPPER_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 
 
