@@ -31,7 +31,7 @@ def looks_like_capture(head: bytes) -> bool:
     return head[:4] in (ASCII_MAGIC, EBCDIC_MAGIC)
 
 
-def _mqmd_shape(data: bytes, pos: int, location: Location) -> Tuple[str, int, str]:
+def mqmd_shape(data: bytes, pos: int, location: Location) -> Tuple[str, int, str]:
     """(byte order, version, character codec) of the MQMD at ``pos``."""
     magic = data[pos:pos + 4]
     if magic not in (ASCII_MAGIC, EBCDIC_MAGIC):
@@ -50,7 +50,7 @@ def parse_capture(data: bytes, source: str, base_offset: int = 0, first_index: i
     pos, index = 0, first_index
     while pos < len(data):
         where = Location(source, index, base_offset + pos)
-        order, version, codec = _mqmd_shape(data, pos, where)
+        order, version, codec = mqmd_shape(data, pos, where)
         size = (MQMD_V2 if version == 2 else MQMD_V1).size
         if len(data) - pos < size + DATA_LENGTH.size:
             raise TruncatedError(f"capture ends inside message {index}'s MQMD or length", where)

@@ -1,0 +1,230 @@
+"""MQTT control packets, 3.1, 3.1.1 and 5.0 (seed 003, formats.md section 4): read and written.
+
+The fixed header (seed 003): byte 1 holds the packet type (bits 7-4), DUP (bit 3), QoS (bits 2-1,
+3 is reserved) and RETAIN (bit 0); then the remaining length, 7 bits a byte, least significant
+first, 0x80 meaning more follows, in one to four bytes (at most 268,435,455). CONNECT names the
+protocol ("MQIsdp"/3 = 3.1, "MQTT"/4 = 3.1.1, "MQTT"/5 = 5.0), which decides whether PUBLISH
+carries MQTT 5 properties. Every property is a row of ``PROPERTIES``.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ...errors import CmiFormatError, Location, TruncatedError
+
+PACKET_TYPES = {1: "CONNECT", 2: "CONNACK", 3: "PUBLISH", 4: "PUBACK", 5: "PUBREC", 6: "PUBREL", 7: "PUBCOMP",
+                8: "SUBSCRIBE", 9: "SUBACK", 10: "UNSUBSCRIBE", 11: "UNSUBACK", 12: "PINGREQ", 13: "PINGRESP",
+                14: "DISCONNECT", 15: "AUTH"}
+CONNECT, PUBLISH = 1, 3
+MAX_REMAINING_LENGTH = 268_435_455
+PROTOCOLS = {(b"MQIsdp", 3): "3.1", (b"MQTT", 4): "3.1.1", (b"MQTT", 5): "5.0"}
+
+
+class MqttFormatError(CmiFormatError):
+    """Bytes that break the MQTT packet rules: a 5-byte remaining length, QoS 3, a bad property."""
+
+
+Where = Callable[[int], Location]
+
+
+def _nowhere(at: int) -> Location:
+    return Location(None, None, at)
+
+
+def read_remaining_length(buf: bytes, pos: int, where: Where = _nowhere,
+                          end: Optional[int] = None) -> Tuple[int, int]:
+    """(remaining length, where the variable header starts) of the packet whose length starts at
+    ``pos`` (the same varint encodes MQTT 5 property lengths and identifiers, within ``end``)."""
+    end = len(buf) if end is None else end
+    value, shift = 0, 0
+    for i in range(4):
+        if pos + i >= end:
+            raise TruncatedError("the capture ends inside a remaining length", where(pos))
+        byte = buf[pos + i]
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos + i + 1
+    raise MqttFormatError("remaining length has a fifth byte (its fourth byte has 0x80 set): malformed",
+                          where(pos))
+
+
+def encode_remaining_length(value: int) -> bytes:
+    if not 0 <= value <= MAX_REMAINING_LENGTH:
+        raise ValueError(f"remaining length {value} is outside 0..{MAX_REMAINING_LENGTH}")
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+@dataclass(frozen=True)
+class Packet:
+    type: int
+    dup: bool
+    qos: int
+    retain: bool
+    start: int  # offset of its first byte in the buffer read
+    body_start: int  # where its variable header starts
+    end: int
+
+    @property
+    def name(self) -> str:
+        return PACKET_TYPES.get(self.type, f"type {self.type}")
+
+
+def read_packet(buf: bytes, pos: int, where: Where = _nowhere) -> Packet:
+    """The packet at ``pos``; its declared length is checked against the bytes there before use."""
+    first = buf[pos]
+    length, body = read_remaining_length(buf, pos + 1, where)
+    if body + length > len(buf):
+        raise TruncatedError(f"{PACKET_TYPES.get(first >> 4, 'packet')} declares {length} bytes; "
+                             f"{len(buf) - body} remain", where(pos))
+    qos = (first >> 1) & 3
+    if qos == 3:
+        raise MqttFormatError("QoS 3 is reserved: malformed packet", where(pos))
+    return Packet(first >> 4, bool(first & 8), qos, bool(first & 1), pos, body, body + length)
+
+
+# -- MQTT 5 properties ------------------------------------------------------------------------
+
+
+def _u16(buf, pos, end, where):
+    if pos + 2 > end:
+        raise TruncatedError("a two-byte integer passes the end of its packet", where(pos))
+    return struct.unpack_from(">H", buf, pos)[0], pos + 2
+
+
+def _u32(buf, pos, end, where):
+    if pos + 4 > end:
+        raise TruncatedError("a four-byte integer passes the end of its packet", where(pos))
+    return struct.unpack_from(">I", buf, pos)[0], pos + 4
+
+
+def _byte(buf, pos, end, where):
+    if pos >= end:
+        raise TruncatedError("a byte passes the end of its packet", where(pos))
+    return buf[pos], pos + 1
+
+
+def _varint(buf, pos, end, where):
+    return read_remaining_length(buf, pos, where, end)
+
+
+def _binary(buf, pos, end, where):
+    n, pos = _u16(buf, pos, end, where)
+    if pos + n > end:
+        raise TruncatedError(f"a field of {n} bytes passes the end of its packet", where(pos))
+    return bytes(buf[pos:pos + n]), pos + n
+
+
+def _utf8(buf, pos, end, where):
+    raw, after = _binary(buf, pos, end, where)
+    try:
+        return raw.decode("utf-8"), after
+    except UnicodeDecodeError:
+        raise MqttFormatError("a string is not valid UTF-8", where(pos)) from None
+
+
+def _pair(buf, pos, end, where):
+    key, pos = _utf8(buf, pos, end, where)
+    value, pos = _utf8(buf, pos, end, where)
+    return (key, value), pos
+
+
+_READERS = {"byte": _byte, "u16": _u16, "u32": _u32, "varint": _varint, "utf8": _utf8, "binary": _binary,
+            "pair": _pair}
+
+# identifier -> (name, kind) (OASIS MQTT 5.0, section 2.2.2.2)
+PROPERTIES: Dict[int, Tuple[str, str]] = {
+    0x01: ("payload_format", "byte"), 0x02: ("message_expiry", "u32"), 0x03: ("content_type", "utf8"),
+    0x08: ("response_topic", "utf8"), 0x09: ("correlation_data", "binary"), 0x0B: ("subscription_id", "varint"),
+    0x11: ("session_expiry", "u32"), 0x12: ("assigned_client_id", "utf8"), 0x13: ("server_keep_alive", "u16"),
+    0x15: ("authentication_method", "utf8"), 0x16: ("authentication_data", "binary"),
+    0x17: ("request_problem_information", "byte"), 0x18: ("will_delay", "u32"),
+    0x19: ("request_response_information", "byte"), 0x1A: ("response_information", "utf8"),
+    0x1C: ("server_reference", "utf8"), 0x1F: ("reason_string", "utf8"), 0x21: ("receive_maximum", "u16"),
+    0x22: ("topic_alias_maximum", "u16"), 0x23: ("topic_alias", "u16"), 0x24: ("maximum_qos", "byte"),
+    0x25: ("retain_available", "byte"), 0x26: ("user_property", "pair"), 0x27: ("maximum_packet_size", "u32"),
+    0x28: ("wildcard_subscription_available", "byte"), 0x29: ("subscription_id_available", "byte"),
+    0x2A: ("shared_subscription_available", "byte"),
+}
+
+
+def read_properties(buf: bytes, pos: int, end: int, where: Where = _nowhere) -> Tuple[List[Tuple[str, Any]], int]:
+    """The property block at ``pos`` (its varint length, then the properties, in order: repeated
+    user properties stay in the order sent), and where it ends."""
+    length, pos = _varint(buf, pos, end, where)
+    stop = pos + length
+    if stop > end:
+        raise TruncatedError(f"properties declare {length} bytes; {end - pos} remain", where(pos))
+    found: List[Tuple[str, Any]] = []
+    while pos < stop:
+        ident, pos = _varint(buf, pos, stop, where)
+        known = PROPERTIES.get(ident)
+        if known is None:
+            raise MqttFormatError(f"unknown MQTT 5 property identifier {ident:#x}", where(pos))
+        value, pos = _READERS[known[1]](buf, pos, stop, where)
+        found.append((known[0], value))
+    return found, stop
+
+
+# -- CONNECT and PUBLISH ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Connect:
+    version: str  # "3.1", "3.1.1" or "5.0"
+    level: int
+    client_id: str
+    keep_alive: int
+    properties: Tuple[Tuple[str, Any], ...] = ()
+
+
+def read_connect(buf: bytes, packet: Packet, where: Where = _nowhere) -> Connect:
+    name, pos = _binary(buf, packet.body_start, packet.end, where)
+    level, pos = _byte(buf, pos, packet.end, where)
+    version = PROTOCOLS.get((name, level))
+    if version is None:
+        raise MqttFormatError(f"CONNECT names protocol {name!r} level {level}: not MQTT 3.1, 3.1.1 or 5.0",
+                              where(packet.start))
+    _flags, pos = _byte(buf, pos, packet.end, where)
+    keep_alive, pos = _u16(buf, pos, packet.end, where)
+    properties: List[Tuple[str, Any]] = []
+    if level == 5:
+        properties, pos = read_properties(buf, pos, packet.end, where)
+    client_id, pos = _utf8(buf, pos, packet.end, where)
+    return Connect(version, level, client_id, keep_alive, tuple(properties))
+
+
+@dataclass(frozen=True)
+class Publish:
+    topic: str
+    packet_id: Optional[int]
+    properties: Tuple[Tuple[str, Any], ...]
+    payload_start: int
+
+
+def read_publish(buf: bytes, packet: Packet, level: int, where: Where = _nowhere) -> Publish:
+    """The PUBLISH variable header (topic, packet id when QoS > 0, MQTT 5 properties) and where the
+    payload starts; ``level`` is the protocol level its connection's CONNECT named."""
+    topic, pos = _utf8(buf, packet.body_start, packet.end, where)
+    packet_id = None
+    if packet.qos:
+        packet_id, pos = _u16(buf, pos, packet.end, where)
+    properties: List[Tuple[str, Any]] = []
+    if level == 5:
+        properties, pos = read_properties(buf, pos, packet.end, where)
+    return Publish(topic, packet_id, tuple(properties), pos)
+
+
+# -- writing (for tests and writers) ---------------------------------------------------------------
+
+
+def packet_bytes(packet_type: int, body: bytes, dup: bool = False, qos: int = 0, retain: bool = False) -> bytes:
+    first = packet_type << 4 | (8 if dup else 0) | qos << 1 | (1 if retain else 0)
+    return bytes([first]) + encode_remaining_length(len(body)) + body
