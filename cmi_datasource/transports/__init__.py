@@ -2,16 +2,16 @@
 
 A transport is one package that exposes ``TRANSPORT`` (a ``base.Transport``), plus one line in
 ``BUILTIN`` below: the package and the names of its capture formats, so that a Spark task that
-re-reads one format imports that transport alone. A transport outside this package is added at run time with ``register``, or
-for every process (Spark's Python workers included) by an entry point in the group
-``cmi_datasource.transports`` naming its ``Transport`` object. Files are matched to formats by
+re-reads one format imports that transport alone. A transport outside this package is added at
+run time with ``register``, or for every process (Spark's Python workers included) by an entry
+point in the group ``cmi_datasource.transports`` naming its ``Transport`` object. Files are matched to formats by
 their first bytes, in registration order (built-in transports first); the read option
 ``format`` names one instead.
 """
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ..containers import decompressing, open_capture
 from ..errors import CmiOptionError, Location, UnknownCaptureFormatError
@@ -70,16 +70,18 @@ def _load_builtin(format_name: Optional[str] = None) -> None:
                 _register(transport)
     if format_name is None:
         _state["builtin"] = True
-    # The built-in ones first: registration order is sniffing order.
-    order = [module for module in BUILTIN]
-    ranked = sorted(_FORMATS.items(), key=lambda item: _rank(item[1], order))
+    # Whatever was imported first, the order is BUILTIN's: it is the sniffing order.
+    ranked = sorted(_FORMATS.items(), key=lambda item: (_rank(item[1].transport),
+                                                        list(item[1].transport.formats).index(item[1])))
     _FORMATS.clear()
     _FORMATS.update(ranked)
 
 
-def _rank(fmt: CaptureFormat, order) -> Tuple[int, int]:
-    module = type(fmt.transport).__module__.rsplit(".", 1)[0]
-    return (order.index(module) if module in order else len(order), list(fmt.transport.formats).index(fmt))
+def _rank(transport: Transport) -> int:
+    """BUILTIN's order, then the others: the same in every process, whichever it imported first."""
+    module = type(transport).__module__.rsplit(".", 1)[0]
+    order = list(BUILTIN)
+    return order.index(module) if module in order else len(order)
 
 
 def _load_entry_points() -> None:
@@ -98,9 +100,11 @@ def _load_entry_points() -> None:
 
 
 def transports() -> List[Transport]:
-    """Every known transport, built-in ones first."""
+    """Every known transport in one order for every process (BUILTIN's, then the others in the
+    order registered): Spark lays out the messages view's columns from it in one process and
+    fills them in another."""
     _load_entry_points()
-    return list(_TRANSPORTS.values())
+    return sorted(_TRANSPORTS.values(), key=_rank)
 
 
 def capture_format(name: str) -> CaptureFormat:

@@ -249,3 +249,18 @@ def test_the_core_imports_no_transport_and_no_layer_above_it(layer, forbidden):
     offenders = [(os.path.relpath(path, PACKAGE), name) for path in _modules(*layer) for name in _imports(path)
                  if any(part in name.split(".") or name.lstrip(".").startswith(part) for part in forbidden)]
     assert offenders == []
+
+
+def test_the_messages_view_lays_its_columns_out_alike_in_every_process():
+    # Spark takes the schema from one Python worker and the rows from another, which may have
+    # imported the transports in another order: the columns must not depend on it.
+    import subprocess
+    code = ("import sys; from cmi_datasource import transports as t; from cmi_datasource.engine.tables import "
+            "messages_schema; [t.capture_format(n) for n in sys.argv[1:]]; print(messages_schema().names)")
+    root = os.path.dirname(PACKAGE)
+    env = dict(os.environ, PYTHONPATH=root)
+    first = subprocess.run([sys.executable, "-c", code, "tibrv", "mqtt"], capture_output=True, text=True,
+                           env=env, check=True).stdout
+    second = subprocess.run([sys.executable, "-c", code, "dmpmqmsg"], capture_output=True, text=True,
+                            env=env, check=True).stdout
+    assert first == second and "rv_type" in first and "msg_id" in first
