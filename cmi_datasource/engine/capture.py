@@ -137,8 +137,9 @@ class Capture:
 
     def dataset_slices(self, att: Attachment, target_bytes: int) -> List[planning.DatasetSlice]:
         layout, stream = self.layout_and_observations(att)
-        if stream is not None and any(span[0] in self.compressed for m in stream.messages for span in m.spans):
-            # Each partition would decompress the stream from its start: one reads it all, once.
+        whole = self.compressed | {f for f, name in self.formats.items() if not capture_format(name).splittable}
+        if stream is not None and any(span[0] in whole for m in stream.messages for span in m.spans):
+            # Each partition would decompress (or reassemble) the file from its start: one reads it, once.
             target_bytes = max(target_bytes, layout.observation_bytes)
         return planning.dataset_slices(att, layout, stream, self.charsets, self.formats, target_bytes)
 

@@ -21,7 +21,7 @@ from .base import CaptureFormat, SpanPayloads, Transport
 BUILTIN = {
     "cmi_datasource.transports.mq": ("mqget", "amqsbcg", "dmpmqmsg"),
     "cmi_datasource.transports.tibrv": ("tibrv",),
-    "cmi_datasource.transports.mqtt": ("mqtt",),
+    "cmi_datasource.transports.mqtt": ("mqtt", "pcap"),
 }
 ENTRY_POINT_GROUP = "cmi_datasource.transports"
 SNIFF_BYTES = 4096  # what a format's sniff() sees of a file

@@ -34,6 +34,7 @@ class CaptureFormat:
     name: str = ""  # what option("format", ...) names it by, e.g. "dmpmqmsg"
     description: str = ""  # one line: what files these are
     suffix: str = ""  # the ending of the files the writer names (".dmp")
+    splittable: bool = True  # False: a planned span is no byte range to re-read alone (pcap)
     transport: "Transport"  # set when the transport is registered
 
     def sniff(self, head: bytes) -> bool:

@@ -141,11 +141,11 @@ def test_a_changed_toy_file_is_caught_when_a_partition_rereads_it(tmp_path, toy)
 
 
 def test_a_file_no_format_recognises_names_the_file_and_the_formats(tmp_path):
-    pcap = tmp_path / "traffic.pcap"  # a pcap global header: before the seam it was read as a text dump
-    pcap.write_bytes(bytes.fromhex("d4c3b2a1020004000000000000000000ffff000001000000") + bytes(40))
+    picture = tmp_path / "traffic.png"  # before the seam, anything was read as a text dump
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
     with pytest.raises(UnknownCaptureFormatError) as e:
-        Capture.open(str(pcap))
-    assert e.value.source == str(pcap) and e.value.offset == 0
+        Capture.open(str(picture))
+    assert e.value.source == str(picture) and e.value.offset == 0
     assert "dmpmqmsg" in str(e.value) and "mqget" in str(e.value) and "option('format'" in str(e.value)
 
 

@@ -34,6 +34,7 @@ from ..mq.message import mq_message
 from ..mq.mqmd import MQMD_V1, MQMD_V2, descriptor_from_bytes
 from . import packets
 from .packets import CONNECT, PUBLISH, MqttFormatError
+from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, PcapCache
 
 DEFAULT_ENCODING = 546  # contract section 4 is silent: x86 publishers, MQENC_NATIVE
 CORREL_ID_SIZE = 24
@@ -52,6 +53,10 @@ class MqttDetails:
     properties: Tuple[str, ...] = ()  # MQTT 5 properties as "name=value", in the order sent
     raw: bool = False  # a PUBLISH re-read without its connection's protocol level
     mq: Any = None  # an MQMD-prefixed payload's MQ record (transports.mq.message.MqDetails)
+    connection: Optional[str] = None  # in a capture: "client:port -> broker:port"
+    direction: Optional[str] = None  # "to broker" or "from broker"
+    frame: Optional[int] = None  # the capture frame that carried its first byte
+    duplicate_of: Optional[int] = None  # a DUP redelivery: the index of the PUBLISH it repeats
 
 
 def _property_text(name: str, value: Any) -> str:
@@ -107,38 +112,47 @@ class MqttStreamFormat(CaptureFormat):
 
     def _parse(self, data: bytes, source: str, base_offset: int, first_index: int,
                rereading: bool) -> Iterator[PhysicalMessage]:
-        connect: Optional[packets.Connect] = None
-        aliases: Dict[int, str] = {}
-        pos, index = 0, first_index
-        while pos < len(data):
-            where = Location(source, index, base_offset + pos)
-            packet = packets.read_packet(data, pos, lambda at: Location(source, index, base_offset + at))
-            start, end = base_offset + packet.start, base_offset + packet.end
-            if packet.type == CONNECT:
-                connect = packets.read_connect(data, packet, lambda at: Location(source, index, base_offset + at))
-                aliases.clear()
-                details = MqttDetails(packet.name, packet.qos, packet.dup, packet.retain, client_id=connect.client_id,
-                                      version=connect.version, properties=tuple(_property_text(*p)
-                                                                                  for p in connect.properties))
-                yield PhysicalMessage(None, b"", source, index, start, end, details=details,
-                                      header_length=packet.end - packet.start)
-            elif packet.type == PUBLISH:
-                if connect is None and rereading:
-                    yield PhysicalMessage(None, bytes(data[packet.start:packet.end]), source, index, start, end,
-                                          details=MqttDetails(packet.name, packet.qos, packet.dup, packet.retain,
-                                                              raw=True))
-                else:
-                    if connect is None:
-                        raise MqttFormatError("PUBLISH before any CONNECT: the stream's protocol version is "
-                                              "unknown", where)
-                    yield _publish(data, packet, connect, aliases, source, index, base_offset, where)
+        return stream_messages(data, source, base_offset, first_index, rereading=rereading)
+
+
+def stream_messages(data: bytes, source: str, base_offset: int = 0, first_index: int = 0,
+                    connect: Optional[packets.Connect] = None, rereading: bool = False) -> Iterator[PhysicalMessage]:
+    """The packets of one direction of one connection as physical messages. ``connect``: the
+    connection's CONNECT when it is not in ``data`` (the broker's direction of a capture)."""
+    aliases: Dict[int, str] = {}
+    pos, index = 0, first_index
+    while pos < len(data):
+        where = Location(source, index, base_offset + pos)
+        packet = packets.read_packet(data, pos, lambda at: Location(source, index, base_offset + at))
+        start, end = base_offset + packet.start, base_offset + packet.end
+        if packet.type == CONNECT:
+            connect = packets.read_connect(data, packet, lambda at: Location(source, index, base_offset + at))
+            aliases.clear()
+            details = MqttDetails(packet.name, packet.qos, packet.dup, packet.retain, client_id=connect.client_id,
+                                  version=connect.version, properties=tuple(_property_text(*p)
+                                                                              for p in connect.properties))
+            yield PhysicalMessage(None, b"", source, index, start, end, details=details,
+                                  header_length=packet.end - packet.start)
+        elif packet.type == PUBLISH:
+            if connect is None and rereading:
+                yield PhysicalMessage(None, bytes(data[packet.start:packet.end]), source, index, start, end,
+                                      details=MqttDetails(packet.name, packet.qos, packet.dup, packet.retain,
+                                                          raw=True))
             else:
-                details = MqttDetails(packet.name, packet.qos, packet.dup, packet.retain,
-                                      client_id=connect.client_id if connect else None,
-                                      version=connect.version if connect else None)
-                yield PhysicalMessage(None, b"", source, index, start, end, details=details,
-                                      header_length=packet.end - packet.start)
-            pos, index = packet.end, index + 1
+                if connect is None:
+                    raise MqttFormatError("PUBLISH before any CONNECT: the stream's protocol version is "
+                                          "unknown", where)
+                yield _publish(data, packet, connect, aliases, source, index, base_offset, where)
+        else:
+            acknowledged = None  # PUBACK..PUBCOMP name the packet id they answer first
+            if packet.type in (4, 5, 6, 7) and packet.end - packet.body_start >= 2:
+                acknowledged = int.from_bytes(data[packet.body_start:packet.body_start + 2], "big")
+            details = MqttDetails(packet.name, packet.qos, packet.dup, packet.retain, acknowledged,
+                                  client_id=connect.client_id if connect else None,
+                                  version=connect.version if connect else None)
+            yield PhysicalMessage(None, b"", source, index, start, end, details=details,
+                                  header_length=packet.end - packet.start)
+        pos, index = packet.end, index + 1
 
 
 def _publish(data: bytes, packet: packets.Packet, connect: packets.Connect, aliases: Dict[int, str], source: str,
@@ -164,14 +178,34 @@ def _publish(data: bytes, packet: packets.Packet, connect: packets.Connect, alia
                                reread_hint=connect.level)
 
 
+class PcapFormat(CaptureFormat):
+    name = "pcap"
+    description = "a pcap or pcapng capture (tcpdump, Wireshark) of MQTT connections"
+    suffix = ".pcap"
+    splittable = False  # its messages are spread over frames: read whole, once per partition
+
+    def __init__(self):
+        self.cache = PcapCache()
+
+    def sniff(self, head: bytes) -> bool:
+        return head[:4] in PCAP_MAGICS or head[:4] == PCAPNG_MAGIC
+
+    def scan(self, path: str) -> Iterator[PhysicalMessage]:
+        return iter(self.cache.get(path))
+
+    def reread(self, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
+        return self.cache.spans(spans)
+
+
 class MqttTransport(Transport):
     name = "mqtt"
-    formats = (MqttStreamFormat(),)
+    formats = (MqttStreamFormat(), PcapFormat())
     message_columns = (
         pa.field("mqtt_type", pa.string()), pa.field("client_id", pa.string()), pa.field("topic", pa.string()),
         pa.field("qos", pa.int32()), pa.field("dup", pa.bool_()), pa.field("retain", pa.bool_()),
         pa.field("packet_id", pa.int32()), pa.field("mqtt_version", pa.string()),
-        pa.field("mqtt_properties", pa.list_(pa.string())),
+        pa.field("mqtt_properties", pa.list_(pa.string())), pa.field("connection", pa.string()),
+        pa.field("direction", pa.string()), pa.field("frame", pa.int64()), pa.field("duplicate_of", pa.int64()),
     )
 
     def rebuild(self, pieces: Sequence[PhysicalMessage], hint: Any = None) -> PhysicalMessage:
@@ -194,7 +228,9 @@ class MqttTransport(Transport):
             return {}
         row = {"mqtt_type": details.packet_type, "client_id": details.client_id, "topic": details.topic,
                "qos": details.qos, "dup": details.dup, "retain": details.retain, "packet_id": details.packet_id,
-               "mqtt_version": details.version, "mqtt_properties": list(details.properties)}
+               "mqtt_version": details.version, "mqtt_properties": list(details.properties),
+               "connection": details.connection, "direction": details.direction, "frame": details.frame,
+               "duplicate_of": details.duplicate_of}
         return row
 
 

@@ -1,0 +1,123 @@
+"""MQTT in pcap/pcapng captures: frames written by dpkt around hand-built MQTT packets, TCP reassembly
+(out of order, retransmitted, cut), both directions, DUP redeliveries, several connections."""
+from __future__ import annotations
+
+import random
+import socket
+
+import dpkt
+
+from cmi_datasource import Capture, transports
+from cmi_datasource.engine.decode import slice_batches
+from cmi_datasource.transports.mq.mqmd import descriptor_to_bytes
+
+from test_mqtt_stream import TABLE, cmi_pairs, connect, packet, publish5, publish311
+
+CLIENT, BROKER, OTHER = ("10.0.0.2", 50123), ("10.0.0.1", 1883), ("10.0.0.3", 40000)
+ACK, SYN, PSH = dpkt.tcp.TH_ACK, dpkt.tcp.TH_SYN, dpkt.tcp.TH_PUSH
+
+
+def tcp_frame(src, dst, seq, flags, data=b""):
+    tcp = dpkt.tcp.TCP(sport=src[1], dport=dst[1], seq=seq, ack=1, flags=flags, data=data)
+    ip = dpkt.ip.IP(src=socket.inet_aton(src[0]), dst=socket.inet_aton(dst[0]), p=dpkt.ip.IP_PROTO_TCP, data=tcp)
+    return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6, type=dpkt.ethernet.ETH_TYPE_IP, data=ip))
+
+
+class Conversation:
+    """Frames of one TCP connection: the handshake, then each side's bytes cut into segments."""
+
+    def __init__(self, client, broker, isn=(1000, 5000), handshake=True):
+        self.client, self.broker = client, broker
+        self.seq = {client: isn[0] + 1, broker: isn[1] + 1}
+        self.frames = []
+        if handshake:
+            self.frames += [tcp_frame(client, broker, isn[0], SYN), tcp_frame(broker, client, isn[1], SYN | ACK)]
+
+    def send(self, sender, data: bytes, size: int = 300):
+        receiver = self.broker if sender == self.client else self.client
+        for at in range(0, len(data), size):
+            self.frames.append(tcp_frame(sender, receiver, self.seq[sender], ACK | PSH, data[at:at + size]))
+            self.seq[sender] += len(data[at:at + size])
+
+
+def write_pcap(path, frames, ng=False):
+    with open(path, "wb") as f:
+        writer = (dpkt.pcapng.Writer if ng else dpkt.pcap.Writer)(f)
+        for n, frame in enumerate(frames):
+            writer.writepkt(frame, ts=1700000000 + n / 1000)
+    return str(path)
+
+
+def puback(packet_id):
+    return packet(0x40, packet_id.to_bytes(2, "big"))
+
+
+def mqtt5_conversation():
+    c = Conversation(CLIENT, BROKER)
+    c.send(CLIENT, connect(5, "sas-client"))
+    c.send(BROKER, packet(0x20, b"\x00\x00\x00"))  # CONNACK (MQTT 5: flags, reason, no properties)
+    for i, (d, p) in enumerate(cmi_pairs(), start=1):
+        publish = publish5("sas/cmi", p, d.correl_id, d.msg_type, packet_id=i)
+        c.send(CLIENT, publish)
+        if i == 3:  # redelivered with DUP before its PUBACK: the same message again
+            c.send(CLIENT, bytes([publish[0] | 0x08]) + publish[1:])
+        c.send(BROKER, puback(i))
+    return c
+
+
+def test_a_pcap_of_an_mqtt5_connection_reads_the_dataset(tmp_path):
+    path = write_pcap(tmp_path / "mqtt.pcap", mqtt5_conversation().frames)
+    assert transports.detect_format(path).name == "pcap"
+    capture = Capture.open(path)
+    assert capture.dataset_table().equals(TABLE)
+    rows = capture.messages_table().to_pylist()
+    assert rows[0]["mqtt_type"] == "CONNECT" and rows[0]["direction"] == "to broker"
+    assert rows[0]["connection"] == "10.0.0.2:50123 -> 10.0.0.1:1883" and rows[0]["frame"] == 3
+    assert rows[1]["mqtt_type"] == "CONNACK" and rows[1]["direction"] == "from broker"
+    [dup] = [r for r in rows if r["dup"]]
+    assert dup["duplicate_of"] is not None and rows[dup["duplicate_of"]]["packet_id"] == 3
+    assert dup["role"] == "other" and dup["msg_type"] is None  # no CMI message: the exchange was open
+    assert [r["offset"] for r in rows] == sorted(r["offset"] for r in rows)  # frame offsets in the file
+    [att] = capture.attachments
+    [part] = capture.dataset_slices(att, 100)  # a capture is read whole: one partition
+    assert [r for b in slice_batches(part) for r in b.to_pylist()] == TABLE.to_pylist()
+
+
+def test_segments_out_of_order_retransmitted_and_several_connections(tmp_path):
+    first = mqtt5_conversation()
+    second = Conversation(OTHER, BROKER, isn=(7, 4_294_967_000), handshake=False)  # wraps around 2^32
+    second.send(OTHER, connect(4, "mosquitto_pub"))
+    for d, p in cmi_pairs():
+        second.send(OTHER, publish311("sas/mqmd", descriptor_to_bytes(d, "<", "latin-1") + p), size=97)
+    frames = first.frames[:2] + sorted(first.frames[2:] + second.frames, key=lambda _: random.Random(5).random())
+    frames += frames[10:14]  # retransmissions
+    capture = Capture.open(write_pcap(tmp_path / "mixed.pcapng", frames, ng=True))
+    assert {a.entry.name for a in capture.attachments} == {"MQTT.ROWS"}
+    connections = {r["connection"] for r in capture.messages_table().to_pylist()}
+    assert connections == {"10.0.0.2:50123 -> 10.0.0.1:1883", "10.0.0.3:40000 -> 10.0.0.1:1883"}
+    # Both connections carry the same attachment: identical messages, read once.
+    assert capture.dataset_table().equals(TABLE)
+
+
+def test_a_tcp_hole_ends_the_stream_and_says_so(tmp_path):
+    c = mqtt5_conversation()
+    client_data = [i for i, f in enumerate(c.frames)
+                   if dpkt.ethernet.Ethernet(f).data.data.sport == CLIENT[1] and dpkt.ethernet.Ethernet(f).data.data.data]
+    lost = client_data[8]  # a segment of the client's stream, in the middle of the attachment
+    frames = c.frames[:lost] + c.frames[lost + 1:]
+    capture = Capture.open(write_pcap(tmp_path / "hole.pcap", frames))
+    [att] = capture.attachments_table().to_pylist()
+    assert att["complete"] is False
+    holes = [r for r in capture.messages_table().to_pylist() if r["problem"] and "not captured" in r["problem"]]
+    assert len(holes) == 1 and holes[0]["direction"] == "to broker"
+
+
+def test_a_cut_capture_loses_nothing_silently(tmp_path):
+    # dpkt hands over the last record as far as the file goes: the packet it cuts is reported.
+    path = tmp_path / "cut.pcap"
+    write_pcap(path, mqtt5_conversation().frames)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) - 1])  # the broker's last PUBACK loses its last byte
+    rows = Capture.open(str(path), use_index_cache=False).messages_table().to_pylist()
+    [cut] = [r for r in rows if r["problem"]]
+    assert cut["direction"] == "from broker" and "declares 2 bytes; 1 remain" in cut["problem"]
