@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+pytest_plugins = ("live",)  # the mosquitto and tcpdump fixtures
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "sample_queues")
 UNIT_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unit")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import re
 from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
@@ -111,6 +112,8 @@ class SaveOptions:
     attachment_per_partition: bool = False
     lrecl: Optional[int] = None
     write_format: str = "dmpmqmsg"  # the capture format of the transport chosen (option transport)
+    transport: str = "mq"
+    transport_options: Tuple[Tuple[str, str], ...] = ()  # "<transport>.<name>" options, e.g. mqtt.broker
 
     @property
     def dataset_name(self) -> str:
@@ -120,6 +123,14 @@ class SaveOptions:
     def parse(cls, options: Mapping[str, str]) -> "SaveOptions":
         options = {str(k).lower(): v for k, v in options.items()}
         directory = options.get("path")
+        transport = str(options.get("transport", "mq")).strip().lower()
+        transport_options = tuple(sorted((k, str(v)) for k, v in options.items() if "." in k))
+        for key, _ in transport_options:
+            if key.split(".", 1)[0] != transport:
+                raise CmiOptionError(f"option {key} goes with option('transport', '{key.split('.', 1)[0]}')")
+        if not directory and transports.write_format(transport).transport.sends_live(dict(transport_options)):
+            # Sent live, nothing is written; the tasks' spills still need a place the commit can read.
+            directory = os.path.join(tempfile.gettempdir(), "cmi-datasource-send")
         if not directory:
             raise CmiOptionError("no destination: df.write.format('cmi').mode('append').save('<directory>')")
         directory = directory[len("file:"):] if directory.startswith("file:") else directory
@@ -127,7 +138,6 @@ class SaveOptions:
         kind = str(options.get("kind", "dataset")).strip().lower()
         if kind not in WRITE_KINDS:
             raise CmiOptionError(f"option kind must be one of {', '.join(WRITE_KINDS)}, not {kind!r}")
-        transport = str(options.get("transport", "mq")).strip().lower()
         write_format = transports.write_format(transport).name
         # TIB/RV sends numbers as big-endian IEEE doubles (seed 001): its records are written so.
         big_endian_only = transport == "tibrv"
@@ -153,7 +163,8 @@ class SaveOptions:
         return cls(directory=directory, library=library, member=member, codec=codec, kind=kind,
                    description=options.get("description", ""), label=options.get("label", ""),
                    attachment_per_partition=_bool(options, "attachmentperpartition", False),
-                   lrecl=_int(options, "lrecl", None), write_format=write_format)
+                   lrecl=_int(options, "lrecl", None), write_format=write_format, transport=transport,
+                   transport_options=transport_options)
 
 
 def _dataset_name(text: str) -> Tuple[str, str]:

@@ -184,9 +184,13 @@ class CmiWriter(DataSourceArrowWriter):
                            else list(self._file_attachments(parts)))
             codepage = code_page(o.codec.ccsid)
             groups = header_groups(attachments, codepage, o.codec.wire, o.codec.max_message_bytes)
+            messages_out = (m for group in groups for m in stream_messages(group, o.codec))
+            transport = capture_format(o.write_format).transport
+            if transport.sends_live(dict(o.transport_options)):  # nothing is written at the destination
+                transport.send(messages_out, dict(o.transport_options))
+                return
             assembling = os.path.join(self.staging, "dump.tmp")
             with open(assembling, "wb") as out:
-                messages_out = (m for group in groups for m in stream_messages(group, o.codec))
                 capture_format(o.write_format).write(
                     out, messages_out, deterministic=o.codec.deterministic_seed is not None,
                     comments=[WRITER_MARK, f"Dataset = {o.dataset_name}" if o.kind == "dataset"

@@ -101,6 +101,15 @@ class Transport:
                                  f"{unjoined[0].reason if unjoined else 'the file changed'}", pieces[0].location())
         return joined[0]
 
+    def sends_live(self, options: Dict[str, str]) -> bool:
+        """Whether ``df.write`` with these "<transport>.<name>" options sends to a live peer (an
+        MQTT broker, say) instead of writing a capture file."""
+        return False
+
+    def send(self, messages: Iterable[Any], options: Dict[str, str]) -> int:
+        """Send ``messages.OutgoingMessage``s to the live peer ``options`` name; returns how many."""
+        raise CmiOptionError(f"transport {self.name} writes capture files only")
+
     def message_values(self, message: PhysicalMessage) -> Optional[List[str]]:
         """An application message's parameters, when the transport sends them typed (TIB/RV's map);
         None when the message is plain bytes (MQ)."""

@@ -238,3 +238,20 @@ def test_write_as_tibrv_and_read_back_like_the_mq_dump(spark, tmp_path):
         df.write.format("cmi").mode("append").option("transport", "tibrv").option("encoding", "546").save(rv_dir)
     with pytest.raises(PySparkException, match="option transport must be one of mq, tibrv"):
         df.write.format("cmi").mode("append").option("transport", "carrier pigeon").save(rv_dir)
+
+
+def test_publish_to_a_live_broker_and_read_the_capture_back(spark, capture_file):
+    port, pcap, stop_capture = capture_file
+    df = spark.createDataFrame(ROWS, ALL_TYPES).repartition(2)
+    (df.write.format("cmi").mode("append").option("dataset", "work.types").option("transport", "mqtt")
+     .option("mqtt.broker", f"127.0.0.1:{port}").option("mqtt.topic", "sas/cmi").save())
+    stop_capture()
+    back = spark.read.format("cmi").load(str(pcap))
+    plain = spark.createDataFrame(ROWS, ALL_TYPES)
+    assert back.count() == plain.count() and back.columns == plain.columns
+    topics = spark.read.format("cmi").option("view", "messages").load(str(pcap)).filter("mqtt_type = 'PUBLISH'")
+    assert {r["topic"] for r in topics.select("topic").collect()} == {"sas/cmi"}
+    from live import free_port
+    with pytest.raises(PySparkException, match="cannot reach the MQTT broker at 127.0.0.1"):
+        (df.write.format("cmi").mode("append").option("transport", "mqtt")  # nothing listens there
+         .option("mqtt.broker", f"127.0.0.1:{free_port()}").save())

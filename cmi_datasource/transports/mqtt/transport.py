@@ -21,12 +21,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from ...errors import CmiFormatError, Location
-from ...messages import Descriptor, MessageSpan, PhysicalMessage
+from ...errors import CmiFormatError, CmiOptionError, Location
+from ...messages import Descriptor, MessageSpan, OutgoingMessage, PhysicalMessage
 from ..base import CaptureFormat, Transport, read_spans
 from ..mq import mqget
 from ..mq.envelope import unwrap
@@ -35,6 +35,7 @@ from ..mq.mqmd import MQMD_V1, MQMD_V2, descriptor_from_bytes
 from . import packets
 from .packets import CONNECT, PUBLISH, MqttFormatError
 from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, PcapCache
+from .publish import publish, write_stream
 
 DEFAULT_ENCODING = 546  # contract section 4 is silent: x86 publishers, MQENC_NATIVE
 CORREL_ID_SIZE = 24
@@ -106,6 +107,10 @@ class MqttStreamFormat(CaptureFormat):
 
     def parse(self, data: bytes, source: str, base_offset: int = 0, first_index: int = 0) -> Iterator[PhysicalMessage]:
         return self._parse(data, source, base_offset, first_index, rereading=False)
+
+    def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
+              deterministic: bool = False, client_id: str = "cmi-datasource", topic: str = "sas/cmi") -> int:
+        return write_stream(out, messages, client_id, topic)
 
     def reread(self, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
         return read_spans(functools.partial(self._parse, rereading=True), spans)
@@ -200,6 +205,18 @@ class PcapFormat(CaptureFormat):
 class MqttTransport(Transport):
     name = "mqtt"
     formats = (MqttStreamFormat(), PcapFormat())
+    write_format = "mqtt"  # a file: a raw stream; option mqtt.broker publishes to a live broker instead
+
+    def sends_live(self, options: Dict[str, str]) -> bool:
+        return "mqtt.broker" in options
+
+    def send(self, messages: Iterable[OutgoingMessage], options: Dict[str, str]) -> int:
+        unknown = set(options) - {"mqtt.broker", "mqtt.topic", "mqtt.clientid", "mqtt.timeout"}
+        if unknown:
+            raise CmiOptionError(f"unknown MQTT options {sorted(unknown)}; known: mqtt.broker, mqtt.topic, "
+                                 f"mqtt.clientId, mqtt.timeout")
+        return publish(messages, options["mqtt.broker"], options.get("mqtt.topic", "sas/cmi"),
+                       options.get("mqtt.clientid", ""), float(options.get("mqtt.timeout", "30")))
     message_columns = (
         pa.field("mqtt_type", pa.string()), pa.field("client_id", pa.string()), pa.field("topic", pa.string()),
         pa.field("qos", pa.int32()), pa.field("dup", pa.bool_()), pa.field("retain", pa.bool_()),

@@ -1,0 +1,77 @@
+"""A real MQTT broker and a real capture for the tests: mosquitto on a free loopback port, tcpdump
+capturing loopback. `.ci/run` installs Debian's mosquitto, mosquitto-clients and tcpdump when they
+are missing; the fixtures fail without them, and skip (saying why) only where the machine does not
+permit capturing."""
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+TOOLS = ("mosquitto", "mosquitto_pub", "tcpdump")
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} missing: .ci/run installs them (apt-get install -y mosquitto "
+                    f"mosquitto-clients tcpdump)")
+    port = free_port()
+    config = tmp_path / "mosquitto.conf"
+    config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+    process = subprocess.Popen(["mosquitto", "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def listening() -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        wait_for(listening, 10, "mosquitto to listen")
+        yield port
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture
+def capture_file(tmp_path, broker):
+    pcap = tmp_path / "loopback.pcap"
+    log = tmp_path / "tcpdump.log"
+    with open(log, "wb") as err:
+        process = subprocess.Popen(["tcpdump", "-i", "lo", "--immediate-mode", "-U", "-n", "-w", str(pcap),
+                                    f"tcp port {broker}"], stdout=subprocess.DEVNULL, stderr=err)
+
+    def stop() -> None:
+        """End the capture: tcpdump writes out what it holds and exits."""
+        if process.poll() is None:
+            time.sleep(0.3)  # the last acknowledgements reach it
+            process.terminate()
+            process.wait(10)
+
+    try:
+        wait_for(lambda: b"listening on" in log.read_bytes() or process.poll() is not None, 10, "tcpdump to start")
+        if process.poll() is not None:
+            reason = log.read_text(errors="replace").strip()
+            if "permitted" in reason or "permission" in reason.lower():
+                pytest.skip(f"capturing loopback traffic is not permitted here: {reason}")
+            raise AssertionError(f"tcpdump stopped: {reason}")
+        yield broker, pcap, stop
+    finally:
+        stop()
