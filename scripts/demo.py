@@ -32,6 +32,11 @@ def main() -> None:
     print("== Variables (PROC CONTENTS) ==")
     spark.read.format("cmi").option("view", "variables").load(os.path.join(SAMPLES, "mixed_types.dmp")).show(truncate=False)
 
+    print("== The same kind of dataset over TIB/Rendezvous and MQTT (tibrv_capture.rv, mqtt_stream.mqtt) ==")
+    spark.read.format("cmi").option("dataset", "RV.ORDERS").load(SAMPLES).show(5, truncate=False)
+    spark.read.format("cmi").option("view", "messages").load(os.path.join(SAMPLES, "mqtt_stream.mqtt")) \
+        .select("index", "mqtt_type", "topic", "qos", "role", "sequence", "length").show(5, truncate=False)
+
     print("== External files ==")
     spark.read.format("cmi").option("view", "files").load(SAMPLES) \
         .select("name", "kind", "lrecl", "size", "text").show(truncate=False)

@@ -142,6 +142,12 @@ def main(out_dir: str) -> None:
     # What IBM's browse sample amqsbcg prints for the same kind of traffic (formats.md section 7).
     dump("amqsbcg_browse.txt", [DatasetToWrite(browsed_table(), "WORK", "ORDERS", description="Orders browsed")],
          format="amqsbcg", application_message="Orders, as amqsbcg shows them", max_message_bytes=512)
+    # The same kind of traffic over the other transports (seed 001, seed 003).
+    dump("tibrv_capture.rv", [DatasetToWrite(browsed_table(), "RV", "ORDERS", description="Orders over RV")],
+         [FileToWrite("rv_note.txt", text="Sent over TIB/Rendezvous\n")], format="tibrv", encoding=273,
+         application_message="Orders over TIB/RV", max_message_bytes=512)
+    dump("mqtt_stream.mqtt", [DatasetToWrite(browsed_table(), "MQTT", "ORDERS", description="Orders over MQTT")],
+         format="mqtt", application_message="Orders over MQTT 5", max_message_bytes=512)
 
 
 if __name__ == "__main__":

@@ -71,8 +71,8 @@ def test_no_selection_over_several_datasets_lists_candidates(spark, samples_dir)
 def test_attachment_option_and_views(spark, samples_dir):
     atts = spark.read.format("cmi").option("view", "attachments").load(samples_dir)
     by_name = {r["name"]: r for r in atts.collect()}
-    assert set(by_name) == {"WORK.CUSTOMERS", "SALES.MONTHLY", "PROD.LEDGER", "WORK.ORDERS", "report.txt",
-                            "logo.bin", "d:\\mytext.txt"}
+    assert set(by_name) == {"WORK.CUSTOMERS", "SALES.MONTHLY", "PROD.LEDGER", "WORK.ORDERS", "RV.ORDERS",
+                            "MQTT.ORDERS", "report.txt", "logo.bin", "d:\\mytext.txt", "rv_note.txt"}
     assert by_name["WORK.ORDERS"]["source"].endswith("amqsbcg_browse.txt")
     customers = by_name["WORK.CUSTOMERS"]
     assert customers["kind"] == "dataset" and customers["complete"] and customers["observations"] == 6

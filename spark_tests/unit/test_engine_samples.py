@@ -27,8 +27,9 @@ def test_samples_are_regenerated_byte_for_byte(tmp_path):
 def test_every_sample_attachment_is_complete_and_decodes():
     capture = Capture.open(SAMPLES)
     attachments = capture.attachments_table().to_pylist()
-    assert len(attachments) == 7 and all(a["complete"] and a["problem"] is None for a in attachments)
-    assert len(capture.files_table()) == 3
+    assert len(attachments) == 10 and all(a["complete"] and a["problem"] is None for a in attachments)
+    assert len(capture.files_table()) == 4
+    assert set(capture.formats.values()) == {"dmpmqmsg", "amqsbcg", "tibrv", "mqtt"}
     for a in attachments:
         if a["kind"] == "dataset":
             assert capture.dataset_table(attachment=a["attachment"]).num_rows == a["observations"]
