@@ -28,6 +28,7 @@ from ...containers import decompressing, open_capture
 from ...errors import CmiFormatError, Location
 from ...messages import MessageSpan, PhysicalMessage
 from . import packets
+from .streams import MqttDetails, stream_messages
 from .tcp import Frame, Reassembler, Stream
 
 MQTT_PORTS = (1883, 8883)
@@ -97,7 +98,6 @@ def _segments(path: str) -> Iterator[Tuple[Frame, object]]:
 def read_pcap(path: str) -> List[PhysicalMessage]:
     """Every MQTT packet of every connection in the capture, in capture order."""
     import dpkt
-    from .transport import MqttDetails, stream_messages
     reassembler = Reassembler()
     for frame, ip in _segments(path):
         tcp = ip.data
@@ -142,7 +142,6 @@ def read_pcap(path: str) -> List[PhysicalMessage]:
 
 def _placeholder(path: str, problem: str, offset: int) -> PhysicalMessage:
     """A row for what a stream lost (a TCP hole, a broken packet), so the messages view shows it."""
-    from .transport import MqttDetails
     return PhysicalMessage(None, b"", path, 0, offset, offset, problem=problem,
                            details=MqttDetails("(unreadable)", 0, False, False))
 
