@@ -93,13 +93,9 @@ class CaptureReader:
         self._position = 0  # of a compressed stream
         self._last_start, self._last = 0, b""
 
-    @property
-    def compressed(self) -> bool:
-        return self.compression is not None
-
     def read(self, start: int, size: int) -> bytes:
         """Up to ``size`` bytes from offset ``start`` (fewer at the end of the file)."""
-        if not self.compressed:
+        if self.compression is None:
             self._file.seek(start)
             parts = [self._file.read(size)]
             while 0 < len(parts[-1]) and sum(map(len, parts)) < size:  # a raw read may stop short
@@ -121,7 +117,7 @@ class CaptureReader:
 
     def readinto(self, start: int, view: memoryview) -> int:
         """Fill ``view`` from offset ``start``; returns the bytes read (fewer at the end of the file)."""
-        if not self.compressed:
+        if self.compression is None:
             self._file.seek(start)
             got = 0
             while got < len(view):

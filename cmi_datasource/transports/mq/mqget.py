@@ -10,7 +10,6 @@ from __future__ import annotations
 import struct
 from typing import BinaryIO, Iterable, Iterator, Tuple
 
-from ...containers import decompressing, open_capture
 from ...errors import CmiFormatError, Location, TruncatedError
 from ...layout import BIG, LITTLE, Field, Layout
 from ...messages import PhysicalMessage
@@ -62,12 +61,6 @@ def parse_capture(data: bytes, source: str, base_offset: int = 0, first_index: i
         end = start + length
         yield mq_message(mqmd, data[start:end], source, index, base_offset + pos, base_offset + end)
         pos, index = end, index + 1
-
-
-def read_capture_file(path: str) -> Iterator[PhysicalMessage]:
-    with open_capture(path) as f, decompressing(path):
-        data = f.read()
-    yield from parse_capture(data, path)
 
 
 def write_capture(out: BinaryIO, messages: Iterable[Tuple[MQMD, bytes]], order: str = LITTLE,

@@ -43,7 +43,6 @@ DAT_FIELDS = {2: "version", 4: "dataset_type", 6: "label", 7: "nobs", 8: "nvars"
 VAR_ENTRY = (None, "name", None, "format_name", None, "informat_name", None, "label", "type", "length",
              "format_width", "format_decimals", "informat_width", "informat_decimals", "nsort")  # 3-17 per variable
 FDC_FIELDS = {1: "lrecl", 2: "size"}
-NUMERIC, CHARACTER = 1, 2  # ATO vtypes
 
 
 class RvCmiError(CmiFormatError):
@@ -218,7 +217,3 @@ def layout_of(definition_fields: Sequence[RvField], variables: Sequence[Tuple[bo
     obs_length = int(_value(by_id(definition_fields, "DAT", where), 9, "DAT", where))
     return ObservationLayout(obs_length, tuple(v[0] for v in variables), tuple(v[1] for v in variables))
 
-
-__all__ = ["KINDS", "ObservationLayout", "RvCmiError", "application_text", "count_of", "dataset_definition",
-           "file_prologue", "file_records", "header", "kind_of", "layout_of", "record_type_only", "summary",
-           "variable_definitions", "WIRE", "ENCODING", "NUMERIC", "CHARACTER"]
