@@ -4,6 +4,7 @@ are missing; the fixtures fail without them, and skip (saying why) only where th
 permit capturing."""
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -50,13 +51,14 @@ def broker(tmp_path):
         process.wait(10)
 
 
-@pytest.fixture
-def capture_file(tmp_path, broker):
-    pcap = tmp_path / "loopback.pcap"
-    log = tmp_path / "tcpdump.log"
+@contextlib.contextmanager
+def tcpdump_on(tmp_path, port: int):
+    """tcpdump capturing loopback traffic to and from ``port``: yields (pcap path, stop)."""
+    pcap = tmp_path / f"loopback-{port}.pcap"
+    log = tmp_path / f"tcpdump-{port}.log"
     with open(log, "wb") as err:
         process = subprocess.Popen(["tcpdump", "-i", "lo", "--immediate-mode", "-U", "-n", "-w", str(pcap),
-                                    f"tcp port {broker}"], stdout=subprocess.DEVNULL, stderr=err)
+                                    f"tcp port {port}"], stdout=subprocess.DEVNULL, stderr=err)
 
     def stop() -> None:
         """End the capture: tcpdump writes out what it holds and exits."""
@@ -72,6 +74,21 @@ def capture_file(tmp_path, broker):
             if "permitted" in reason or "permission" in reason.lower():
                 pytest.skip(f"capturing loopback traffic is not permitted here: {reason}")
             raise AssertionError(f"tcpdump stopped: {reason}")
-        yield broker, pcap, stop
+        yield pcap, stop
     finally:
         stop()
+
+
+@pytest.fixture
+def capture_file(tmp_path, broker):
+    with tcpdump_on(tmp_path, broker) as (pcap, stop):
+        yield broker, pcap, stop
+
+
+@pytest.fixture
+def loopback_capture(tmp_path):
+    """``start(port)``: tcpdump capturing loopback traffic of ``port``, as (pcap path, stop)."""
+    if shutil.which("tcpdump") is None:
+        pytest.fail("tcpdump missing: .ci/run installs it (apt-get install -y tcpdump)")
+    with contextlib.ExitStack() as captures:
+        yield lambda port: captures.enter_context(tcpdump_on(tmp_path, port))

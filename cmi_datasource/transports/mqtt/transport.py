@@ -19,7 +19,8 @@ from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage
 from ..base import CaptureFormat, Transport, read_spans
 from . import packets
 from .packets import CONNECT
-from .pcap import PCAP_MAGICS, PCAPNG_MAGIC, PcapCache
+from ..tcp import is_pcap
+from .pcap import PcapCache
 from .publish import publish, write_stream
 from .streams import MqttDetails, publish_message, stream_messages
 
@@ -65,7 +66,7 @@ class PcapFormat(CaptureFormat):
         self.cache = PcapCache()
 
     def sniff(self, head: bytes) -> bool:
-        return head[:4] in PCAP_MAGICS or head[:4] == PCAPNG_MAGIC
+        return is_pcap(head)
 
     def scan(self, path: str) -> Iterator[PhysicalMessage]:
         return iter(self.cache.get(path))

@@ -26,6 +26,7 @@ class Frame:
 @dataclass
 class _Direction:
     syn: Optional[int] = None
+    initiated: bool = False  # this side sent the SYN without ACK: it is the client
     segments: List[Tuple[int, bytes, Frame]] = field(default_factory=list)  # (seq, data, frame)
 
 
@@ -38,9 +39,16 @@ class Stream:
     frames: List[Frame]  # ... and that frame
     gap: Optional[str]  # why the stream ends early, if it does
     syn_seen: bool
+    initiated: bool  # its side opened the connection (sent the first SYN)
 
     def frame_at(self, offset: int) -> Frame:
         return self.frames[max(bisect.bisect_right(self.starts, offset) - 1, 0)]
+
+    def frames_of(self, start: int, end: int) -> Tuple[Frame, Frame]:
+        """The frames that carried the first and the last byte of stream bytes [start, end)."""
+        if not self.frames:
+            return Frame(0, 0, 0), Frame(0, 0, 0)
+        return self.frame_at(start), self.frame_at(max(end - 1, start))
 
 
 class Reassembler:
@@ -49,10 +57,14 @@ class Reassembler:
     def __init__(self):
         self._directions: Dict[Tuple[Endpoint, Endpoint], _Direction] = {}
 
-    def add(self, source: Endpoint, destination: Endpoint, seq: int, syn: bool, data: bytes, frame: Frame) -> None:
+    def add(self, source: Endpoint, destination: Endpoint, seq: int, syn: bool, data: bytes, frame: Frame,
+            initiates: bool = False) -> None:
+        """A captured segment; ``syn``: it carries SYN (its sequence number is the stream's origin),
+        ``initiates``: without ACK, so its sender opened the connection."""
         direction = self._directions.setdefault((source, destination), _Direction())
         if syn:
             direction.syn = seq
+            direction.initiated = direction.initiated or initiates
         if data:
             direction.segments.append((seq, data, frame))
 
@@ -86,7 +98,8 @@ def _rebuild(source: Endpoint, destination: Endpoint, direction: _Direction) -> 
             frames.append(frame)
             parts.append(fresh)
             held += len(fresh)
-    return Stream(source, destination, b"".join(parts), starts, frames, gap, direction.syn is not None)
+    return Stream(source, destination, b"".join(parts), starts, frames, gap, direction.syn is not None,
+                  direction.initiated)
 
 
 def _signed(value: int) -> int:
