@@ -66,6 +66,7 @@ class ReadOptions:
     batch_rows: int = DEFAULT_BATCH_ROWS
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     min_partitions: int = 1
+    transport_options: Tuple[Tuple[str, str], ...] = ()  # "<transport>.<name>" options, e.g. sapdb.port
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
@@ -93,7 +94,8 @@ class ReadOptions:
                    temporal=_bool(options, "temporaltypes", True),
                    batch_rows=_int(options, "batchrows", DEFAULT_BATCH_ROWS),
                    max_partition_bytes=_int(options, "maxpartitionbytes", DEFAULT_MAX_PARTITION_BYTES),
-                   min_partitions=_int(options, "minpartitions", os.cpu_count() or 1))
+                   min_partitions=_int(options, "minpartitions", os.cpu_count() or 1),
+                   transport_options=tuple(sorted((k, str(v)) for k, v in options.items() if "." in k)))
 
 
 _SAS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -11,11 +11,14 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pyarrow as pa
 
+from .. import transports
 from ..errors import CmiOptionError
+from ..transports import FileView
 from ..payload.sas_dataset import arrow_schema
 from .capture import Capture, open_cached
 from .decode import slice_batches
 from .options import ReadOptions
+from .paths import resolve_paths
 from .plan import AttachmentPlan, partition_target
 from .tables import (ATTACHMENTS_SCHEMA, FILES_SCHEMA, VARIABLES_SCHEMA, attachments_table, files_table,
                      message_batches, messages_schema, variables_table)
@@ -76,8 +79,19 @@ VIEWS: Dict[str, View] = {view.name: view for view in (
 )}
 
 
+def _file_view(found: FileView) -> View:
+    """A transport's view: one partition per file of the load, each file decoded on its own."""
+    def read(path: str, o: ReadOptions) -> Iterator[pa.RecordBatch]:
+        return _batches(found.read(path, dict(o.transport_options)), o)
+    return View(found.name, lambda o: found.schema, lambda o: resolve_paths(o.paths), read)
+
+
 def view(name: str) -> View:
     found = VIEWS.get(name)
-    if found is None:
-        raise CmiOptionError(f"option view must be one of {', '.join(VIEWS)}, not {name!r}")
-    return found
+    if found is not None:
+        return found
+    added = transports.file_view(name)
+    if added is None:
+        names = list(VIEWS) + [v.name for t in transports.transports() for v in t.views]
+        raise CmiOptionError(f"option view must be one of {', '.join(names)}, not {name!r}")
+    return _file_view(added)

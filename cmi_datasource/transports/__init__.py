@@ -15,13 +15,14 @@ from typing import Dict, List, Optional
 
 from ..containers import decompressing, open_capture
 from ..errors import CmiOptionError, Location, UnknownCaptureFormatError
-from .base import CaptureFormat, SpanPayloads, Transport
+from .base import CaptureFormat, FileView, SpanPayloads, Transport
 
 # One line per transport package shipped with cmi-datasource (each exposes TRANSPORT): its formats.
 BUILTIN = {
     "cmi_datasource.transports.mq": ("mqget", "amqsbcg", "dmpmqmsg"),
     "cmi_datasource.transports.tibrv": ("tibrv",),
     "cmi_datasource.transports.mqtt": ("mqtt", "pcap"),
+    "cmi_datasource.transports.sapdb": ("sapdb",),
 }
 ENTRY_POINT_GROUP = "cmi_datasource.transports"
 SNIFF_BYTES = 4096  # what a format's sniff() sees of a file
@@ -107,6 +108,11 @@ def transports() -> List[Transport]:
     return sorted(_TRANSPORTS.values(), key=_rank)
 
 
+def file_view(name: str) -> Optional[FileView]:
+    """The view called ``name`` that a transport adds (SAP DB's "sapdb"), if one does."""
+    return next((view for transport in transports() for view in transport.views if view.name == name), None)
+
+
 def capture_format(name: str) -> CaptureFormat:
     """The capture format called ``name`` (option ``format``, or recorded in a plan)."""
     if name not in _FORMATS:
@@ -153,5 +159,5 @@ def detect_format(path: str) -> CaptureFormat:
     return found
 
 
-__all__ = ["BUILTIN", "CaptureFormat", "SpanPayloads", "Transport", "capture_format", "detect_format",
-           "register", "transports", "unregister", "write_format"]
+__all__ = ["BUILTIN", "CaptureFormat", "FileView", "SpanPayloads", "Transport", "capture_format", "detect_format",
+           "file_view", "register", "transports", "unregister", "write_format"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import groupby
-from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
+from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple)
 
 import numpy as np
@@ -74,6 +74,18 @@ class CaptureFormat:
         raise CmiOptionError(f"capture format {self.name} cannot be written")
 
 
+@dataclass(frozen=True)
+class FileView:
+    """A view a transport adds that decodes each capture file on its own (SAP DB's SQL packets):
+    ``read(path, options)`` gives one file's table (``options``: the load's "<transport>.<name>"
+    options, of which ``options`` names those it reads); one partition per file."""
+
+    name: str
+    schema: pa.Schema
+    read: Callable[[str, Mapping[str, str]], pa.Table]
+    options: Tuple[str, ...] = ()
+
+
 class Transport:
     """One way CMI messages travel. The defaults suit a transport whose physical messages are
     whole logical messages and that adds no columns to the messages view."""
@@ -82,6 +94,7 @@ class Transport:
     formats: Sequence[CaptureFormat] = ()
     write_format: str = ""  # the format df.write.option("transport", name) writes; "" for none
     message_columns: Sequence[pa.Field] = ()  # its own columns of the messages view
+    views: Sequence[FileView] = ()  # views of its own, beside the engine's (option view)
 
     def logical_messages(self, messages: Sequence[PhysicalMessage]
                          ) -> Tuple[List[PhysicalMessage], List[UnjoinedMessage]]:
