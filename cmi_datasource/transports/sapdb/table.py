@@ -1,0 +1,269 @@
+"""The ``sapdb`` view: one row per part of every SQL packet of a capture (seed 004).
+
+A file is either RTE frames logged back to back (both directions, as a TCP stream logger
+keeps them) or a pcap/pcapng capture, whose SAP DB connections are those whose client stream
+starts with an RTE header or whose server is on port 7210 (option ``sapdb.port``: others).
+
+Data parts are decoded through the shortinfo of their statement: a parse reply carries the
+statement's parse id and shortinfo; a later execute carrying that parse id (on the same
+connection) has its data part read as the statement's inputs and its reply's as its outputs; a
+reply with a shortinfo of its own uses that. A data part whose statement was not captured
+keeps ``values`` NULL, its bytes in ``buf``.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+import pyarrow as pa
+
+from ...containers import decompressing, open_capture
+from ...errors import CmiOptionError, Location
+from ..tcp import is_pcap, read_connections
+from . import codes
+from .codes import (MESS_CODES, MESS_TYPES, PART_KINDS, PRODUCERS, SEGMENT_KINDS, SQLMODES, function_name,
+                    name_of)
+from .packet import Part, Segment, SqlPacket, read_packet, swap_name
+from .rte import RtePacket, looks_like_rte, opens_connection, read_rte_packets
+from .values import FIXED, STATUS_TEXT, FieldPlan, ParamInfo, direction_entries, read_shortinfo, text_codec
+
+SAPDB_PORT = 7210
+PORT_OPTION = "sapdb.port"
+
+SQL_PARTS_SCHEMA = pa.schema([
+    pa.field("source", pa.string()), pa.field("packet", pa.int64()), pa.field("offset", pa.int64()),
+    pa.field("connection", pa.string()), pa.field("frame", pa.int64()), pa.field("direction", pa.string()),
+    pa.field("rte_class", pa.string()),
+    pa.field("mess_code", pa.string()), pa.field("swap", pa.string()), pa.field("appl_version", pa.string()),
+    pa.field("application", pa.string()), pa.field("segment", pa.int32()), pa.field("segment_kind", pa.string()),
+    pa.field("mess_type", pa.string()), pa.field("sqlmode", pa.string()), pa.field("producer", pa.string()),
+    pa.field("with_info", pa.bool_()), pa.field("mass_cmd", pa.bool_()), pa.field("returncode", pa.int32()),
+    pa.field("sqlstate", pa.string()), pa.field("errorpos", pa.int32()), pa.field("function_code", pa.string()),
+    pa.field("part", pa.int32()), pa.field("part_kind", pa.string()), pa.field("arg_count", pa.int32()),
+    pa.field("buf", pa.binary()), pa.field("text", pa.string()), pa.field("result_count", pa.int64()),
+    pa.field("values", pa.list_(pa.string())), pa.field("problem", pa.string()),
+])
+
+
+def sapdb_ports(options: Mapping[str, str]) -> Tuple[int, ...]:
+    """The server ports option ``sapdb.port`` names (comma-separated), else 7210."""
+    raw = options.get(PORT_OPTION)
+    if raw is None:
+        return (SAPDB_PORT,)
+    try:
+        ports = tuple(int(p) for p in str(raw).split(",") if p.strip())
+    except ValueError:
+        ports = ()
+    if not ports or any(not 0 < p < 65536 for p in ports):
+        raise CmiOptionError(f"option {PORT_OPTION} must be TCP port numbers separated by commas, not {raw!r}")
+    return ports
+
+
+@dataclass
+class CapturedPacket:
+    """A packet and where it was captured."""
+
+    rte: RtePacket
+    offset: int  # file byte offset: of its RTE header, or of the capture frame that carried its first byte
+    conversation: str  # what parse ids are scoped by: the connection, or the file of a stream log
+    connection: Optional[str] = None
+    frame: Optional[int] = None
+
+
+def captured_packets(path: str, ports=(SAPDB_PORT,)) -> List[CapturedPacket]:
+    """The packets of one capture file, in capture order: none when it holds no SAP DB traffic."""
+    with open_capture(path) as f, decompressing(path):
+        head = f.read(8)
+    if is_pcap(head):
+        return _pcap_packets(path, ports)
+    if not looks_like_rte(head + b"\0" * 24):
+        return []
+    with open_capture(path) as f, decompressing(path):
+        data = f.read()
+    return [CapturedPacket(p, p.start, path) for p in read_rte_packets(data, Location(path))]
+
+
+def _pcap_packets(path: str, ports) -> List[CapturedPacket]:
+    placed = []
+    for link in read_connections(path, opens_connection, ports):
+        for stream in (link.to_server, link.to_client):
+            if stream is None:
+                continue
+            for packet in read_rte_packets(stream.data, Location(path)):
+                first, _ = stream.frames_of(packet.start, packet.end)
+                placed.append(CapturedPacket(packet, first.offset, link.name, link.name, first.number))
+            if stream.gap:
+                lost = RtePacket(len(stream.data), len(stream.data), None, "<", b"", problem=stream.gap)
+                frame = stream.frames[-1] if stream.frames else None
+                placed.append(CapturedPacket(lost, frame.end if frame else 0, link.name, link.name,
+                                             frame.number if frame else None))
+    placed.sort(key=lambda p: (p.frame or 0, p.rte.start))
+    return placed
+
+
+@dataclass
+class _Statement:
+    """What a conversation knows of a statement: its shortinfo, by its parse id."""
+
+    shortinfo: List[ParamInfo]
+
+
+@dataclass
+class _Conversation:
+    statements: Dict[bytes, _Statement] = field(default_factory=dict)
+    awaiting: Deque[List[Optional[_Statement]]] = field(default_factory=deque)  # requests' statements, per segment
+
+
+@dataclass
+class _Rows:
+    """The table being built: plain columns, and the fields of its values rendered in one go."""
+
+    columns: Dict[str, List[Any]] = field(default_factory=lambda: {f.name: [] for f in SQL_PARTS_SCHEMA})
+    plan: FieldPlan = field(default_factory=FieldPlan.empty)
+    field_ranges: List[Optional[Tuple[int, int]]] = field(default_factory=list)  # per row: its fields in plan
+    result_fields: List[Optional[int]] = field(default_factory=list)  # per row: its resultcount field
+
+    def add(self, row: Dict[str, Any], fields: Optional[Tuple[int, int]] = None,
+            result_field: Optional[int] = None) -> None:
+        for name, column in self.columns.items():
+            column.append(row.get(name))
+        self.field_ranges.append(fields)
+        self.result_fields.append(result_field)
+
+    def table(self) -> pa.Table:
+        text, status = self.plan.render()
+        bad = {i: STATUS_TEXT[s] for i, s in enumerate(status.tolist()) if s}
+        problems, counts = self.columns["problem"], self.columns["result_count"]
+        offsets, valid = [0], []
+        for row, span in enumerate(self.field_ranges):
+            if span is not None:
+                found = [f"value {i - span[0] + 1} {bad[i]}" for i in range(*span) if i in bad]
+                if found:
+                    problems[row] = "; ".join(filter(None, [problems[row], *found]))
+            offsets.append(offsets[-1] + (span[1] - span[0] if span else 0))
+            valid.append(span is not None)
+            result = self.result_fields[row]
+            if result is not None:
+                if result in bad or not text[result].is_valid:
+                    counts[row] = None
+                    problems[row] = problems[row] or f"the result count {bad.get(result, 'is NULL')}"
+                else:
+                    counts[row] = int(text[result].as_py())
+        ordered = np.concatenate([np.arange(*span) for span in self.field_ranges if span is not None] or
+                                 [np.zeros(0, dtype=np.int64)])
+        flat = text.take(pa.array(ordered, type=pa.int64())) if len(ordered) != len(text) else text
+        values = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), flat,
+                                          mask=pa.array([not v for v in valid], type=pa.bool_()))
+        arrays = [values if f.name == "values" else pa.array(self.columns[f.name], type=f.type)
+                  for f in SQL_PARTS_SCHEMA]
+        return pa.Table.from_arrays(arrays, schema=SQL_PARTS_SCHEMA)
+
+
+def sql_parts_table(path: str, options: Mapping[str, str] = {}) -> pa.Table:
+    """The ``sapdb`` view of one capture file."""
+    rows = _Rows()
+    conversations: Dict[str, _Conversation] = {}
+    for number, captured in enumerate(captured_packets(path, sapdb_ports(options))):
+        conversation = conversations.setdefault(captured.conversation, _Conversation())
+        _packet_rows(rows, path, number, captured, conversation)
+    return rows.table()
+
+
+def _packet_rows(rows: _Rows, path: str, number: int, captured: CapturedPacket, conversation: _Conversation) -> None:
+    rte = captured.rte
+    base = {"source": path, "packet": number, "offset": captured.offset, "connection": captured.connection,
+            "frame": captured.frame, "direction": rte.direction,
+            "rte_class": None if rte.header is None else name_of(codes.RTE_CLASSES, rte.mess_class)}
+    if not rte.carries_sql:  # a connect or release frame, or what could not be read: one row
+        rows.add({**base, "problem": rte.problem})
+        return
+    packet = read_packet(rte.body, Location(path, number, captured.offset))
+    header = packet.header or {}
+    base.update({"mess_code": name_of(MESS_CODES, header["mess_code"]) if header else None,
+                 "swap": swap_name(header["mess_swap"]) if header else None,
+                 "appl_version": _text(header.get("appl_version")), "application": _text(header.get("application"))})
+    reply = rte.direction == "reply"
+    statements = conversation.awaiting.popleft() if reply and conversation.awaiting else []
+    requested: List[Optional[_Statement]] = []
+    for index, segment in enumerate(packet.segments):
+        statement = _segment_rows(rows, base, index + 1, segment, packet, conversation,
+                                  statements[index] if index < len(statements) else None, reply)
+        requested.append(statement)
+    if not reply:
+        conversation.awaiting.append(requested)
+    if packet.problem is not None:
+        rows.add({**base, "problem": packet.problem})
+
+
+def _segment_rows(rows: _Rows, base: Dict[str, Any], number: int, segment: Segment, packet: SqlPacket,
+                  conversation: _Conversation, requested: Optional[_Statement], reply: bool) -> Optional[_Statement]:
+    """Rows of one segment; returns the statement a request segment runs (for its reply)."""
+    h = segment.header
+    row = {**base, "segment": number, "segment_kind": name_of(SEGMENT_KINDS, h["segm_kind"])}
+    if segment.is_return:
+        row.update(returncode=h["returncode"], sqlstate=_text(h["sqlstate"]), errorpos=h["errorpos"],
+                   function_code=function_name(h["function_code"]))
+    else:
+        row.update(mess_type=name_of(MESS_TYPES, h["mess_type"]), sqlmode=name_of(SQLMODES, h["sqlmode"]),
+                   producer=name_of(PRODUCERS, h["producer"]), with_info=h["with_info"], mass_cmd=h["mass_cmd"])
+    by_kind = {part.header["part_kind"]: part for part in segment.parts}
+    where = Location(base["source"], base["packet"], base["offset"])
+    statement, shortinfo_problem = requested, None
+    parse_id = by_kind[codes.PART_PARSID].buf if codes.PART_PARSID in by_kind else None
+    if parse_id is not None and not reply:
+        statement = conversation.statements.get(parse_id)
+    if codes.PART_SHORTINFO in by_kind:
+        part = by_kind[codes.PART_SHORTINFO]
+        entries, shortinfo_problem = read_shortinfo(part.buf, part.header["arg_count"], packet.swap, where)
+        statement = _Statement(entries)
+        if parse_id is not None:  # a parse reply: the statement executes later by this id
+            conversation.statements[parse_id] = statement
+    if not segment.parts:
+        rows.add(row)
+    mess_code = packet.header["mess_code"]
+    for index, part in enumerate(segment.parts, start=1):
+        kind = part.header["part_kind"]
+        part_row = {**row, "part": index, "part_kind": name_of(PART_KINDS, kind),
+                    "arg_count": part.header["arg_count"], "buf": part.buf}
+        fields = result_field = None
+        if kind in codes.TEXT_PARTS:
+            part_row["text"] = part.buf.decode(text_codec(mess_code, packet.swap), errors="replace")
+        elif kind == codes.PART_RESULTCOUNT and part.buf:
+            result_field = rows.plan.add(rows.plan.add_buffer(part.buf), len(part.buf), FIXED)
+        elif kind == codes.PART_SHORTINFO:
+            part_row["problem"] = shortinfo_problem
+        elif kind == codes.PART_DATA and statement is not None:
+            fields, part_row["problem"] = _data_fields(rows.plan, part, direction_entries(statement.shortinfo, reply),
+                                                       mess_code, packet.swap)
+        rows.add(part_row, fields, result_field)
+    return statement
+
+
+def _data_fields(plan: FieldPlan, part: Part, entries: List[ParamInfo], mess_code: int,
+                 swap: int) -> Tuple[Optional[Tuple[int, int]], Optional[str]]:
+    """The fields of a data part, ``arg_count`` records of the entries laid out by their bufpos,
+    added to ``plan``: (first, end) of them there, and what is wrong."""
+    if not entries:
+        return None, None
+    broken = [e for e in entries if e.bufpos < 1 or e.in_out_len < 1]
+    if broken:
+        return None, f"shortinfo entry with bufpos {broken[0].bufpos}, in_out_len {broken[0].in_out_len} locates nothing"
+    record = max(e.bufpos - 1 + e.in_out_len for e in entries)
+    declared = max(part.header["arg_count"], 1)
+    whole = min(declared, len(part.buf) // record)
+    problem = None if whole == declared else (f"data part declares {declared} records of {record} bytes; "
+                                              f"its {len(part.buf)} bytes hold {whole}")
+    base = plan.add_buffer(part.buf)
+    first = len(plan.starts)
+    readings = [(e.bufpos - 1, e.in_out_len, e.kind(mess_code, swap), e.frac, e.code_page(mess_code))
+                for e in entries]
+    for r in range(whole):
+        for at, size, kind, frac, code_page in readings:
+            plan.add(base + r * record + at, size, kind, frac, code_page)
+    return (first, len(plan.starts)), problem
+
+
+def _text(raw: Optional[bytes]) -> Optional[str]:
+    return None if raw is None else raw.decode("latin-1").rstrip("\0 ")

@@ -1,0 +1,329 @@
+"""Data part fields as text: VDN numbers, characters, bytes, booleans (seed 004, formats.md section 6).
+
+Every field of a data part is a defined byte (0xFF: NULL; 0xFE: a numeric overflow, also NULL)
+and ``in_out_len - 1`` bytes of value, at the ``bufpos`` its shortinfo entry gives. One compiled
+kernel renders any number of fields of any number of packets at once, from their offsets in one
+buffer, into UTF-8 text and Arrow offsets: no Python runs per value.
+
+Numbers (FIXED, FLOAT, SMALLINT, INTEGER: all "VDN") are a characteristic byte and packed
+decimal digits, high nibble first: 0x80 is zero; 0xC0 + E a positive 0.d1d2... x 10**E; 0x40 - E
+a negative one, its digits the ten's complement of the absolute value's (9 - d for each digit
+before the last non-zero one, 10 - d for that one, zeros after it). FIXED(n, m) is written with
+its m decimals (more, when the value holds more digits than declared: nothing is cut), FLOAT as
+a plain decimal with no exponent and no trailing zeros. Date, time and timestamp fields are the
+text the kernel sent (UCS-2 when their defined byte is 0x01, as in unicode sessions) (internal format "YYYYMMDD", "00HHMMSS", "YYYYMMDDHHMMSSmmmmmm", or the
+session's ISO/USA/EUR form); character fields keep their padding; byte fields are upper-case hex.
+"""
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+
+from ...compiled import kernel
+from ...errors import Location
+from .codes import (IO_INOUT, IO_INPUT, IO_OUTPUT, OVERFLOW_BYTE, SWAP_FULL, UNDEF_BYTE)
+from .packet import PARAM_INFO, unpack
+
+# How a field's value bytes become text: the kernel's kinds.
+FIXED, FLOAT, TEXT, HEX, UCS2_BIG, UCS2_LITTLE, BOOLEAN, UTF8, DATETIME_BIG, DATETIME_LITTLE = range(10)
+UNICODE_DEFINED_BYTE = 0x01  # csp_unicode_def_byte: the value that follows is UCS-2
+# Problems the kernel finds in a field (its status)
+OK, NOT_A_DIGIT, BAD_NEGATIVE = 0, 1, 2
+MAX_FRAC = 64  # decimals of a FIXED field rendered at most (the kernel's room; MaxDB declares up to 38)
+FIELD_TEXT_ROOM = 2 + 64 + MAX_FRAC + 8
+STATUS_TEXT = {NOT_A_DIGIT: "holds a nibble that is no decimal digit (kept as hex)",
+               BAD_NEGATIVE: "is a negative number with no digits (kept as hex)"}
+
+# tsp00_DataType code -> kind, for types whose kind does not depend on the session's code
+_KIND_OF_TYPE = {0: FIXED, 29: FIXED, 30: FIXED, 1: FLOAT, 12: FLOAT, 15: FLOAT, 2: TEXT, 31: TEXT, 3: TEXT, 32: TEXT,
+                 23: BOOLEAN}
+_EBCDIC_TYPES = (3, 32)  # che, varchare
+_UNICODE_TYPES = (24, 36)  # unicode, varcharuni: UCS-2 in the session's order
+_DATETIME_TYPES = (10, 11, 13)  # date, time, timestamp: UCS-2 in a unicode session, else single bytes
+UNICODE_MESS_CODES = {19: UCS2_LITTLE, 20: UCS2_BIG}  # unicode_swap, unicode; 21 (native) follows mess_swap
+# Single-byte code pages: ascii sessions are ISO 8859-1 (MaxDB's default code page), ebcdic ones cp500.
+_CODE_POINTS = {"latin-1": np.arange(256, dtype=np.int32),
+                "cp500": np.array([ord(c) for c in codecs.decode(bytes(range(256)), "cp500")], dtype=np.int32)}
+
+
+def ucs2_kind(mess_code: int, swap: int) -> int:
+    return UNICODE_MESS_CODES.get(mess_code, UCS2_LITTLE if swap == SWAP_FULL else UCS2_BIG)
+
+
+def text_codec(mess_code: int, swap: int) -> str:
+    """The Python codec of the packet's texts (command, errortext) by its mess_code."""
+    if mess_code in (19, 20, 21):
+        return "utf-16-le" if ucs2_kind(mess_code, swap) == UCS2_LITTLE else "utf-16-be"
+    return {1: "cp500", 22: "utf-8"}.get(mess_code, "latin-1")
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One shortinfo entry (tsp1_param_info): a parameter or output column of a statement."""
+
+    mode: int
+    io_type: int
+    data_type: int
+    frac: int
+    length: int
+    in_out_len: int
+    bufpos: int  # 1-based: where its defined byte lies in the data record
+
+    def code_page(self, mess_code: int) -> int:
+        """The single-byte table of a TEXT field: 1 (cp500) for EBCDIC columns and sessions, else 0 (latin-1)."""
+        return 1 if self.data_type in _EBCDIC_TYPES or mess_code == 1 else 0
+
+    def kind(self, mess_code: int, swap: int) -> int:
+        if self.data_type in _UNICODE_TYPES:
+            return ucs2_kind(mess_code, swap)
+        if self.data_type in _DATETIME_TYPES:  # its defined byte says whether it is UCS-2 (in the session's order)
+            return DATETIME_BIG if ucs2_kind(mess_code, swap) == UCS2_BIG else DATETIME_LITTLE
+        return _KIND_OF_TYPE.get(self.data_type, HEX)
+
+
+def read_shortinfo(buf: bytes, count: int, swap: int, where: Location) -> Tuple[List[ParamInfo], Optional[str]]:
+    """The entries of a shortinfo part of ``count`` arguments, and what is wrong when fewer fit."""
+    fits = min(count, len(buf) // PARAM_INFO.size)
+    entries = [ParamInfo(**unpack(PARAM_INFO, buf, i * PARAM_INFO.size, swap, where)) for i in range(fits)]
+    problem = None if fits == count else f"shortinfo declares {count} entries; its {len(buf)} bytes hold {fits}"
+    return entries, problem
+
+
+def direction_entries(entries: Sequence[ParamInfo], reply: bool) -> List[ParamInfo]:
+    """What a data part holds: a request's the inputs, a reply's the outputs (inout in both)."""
+    wanted = (IO_OUTPUT, IO_INOUT) if reply else (IO_INPUT, IO_INOUT)
+    return [e for e in entries if e.io_type in wanted]
+
+
+@dataclass
+class FieldPlan:
+    """Fields to render, gathered over many data parts: where each lies in ``buffer`` and how to read it."""
+
+    chunks: List[bytes]
+    starts: List[int]
+    sizes: List[int]
+    kinds: List[int]
+    fracs: List[int]
+    code_pages: List[int]  # 0 latin-1, 1 cp500: the table of a TEXT field
+    size: int = 0
+
+    @classmethod
+    def empty(cls) -> "FieldPlan":
+        return cls([], [], [], [], [], [])
+
+    def add_buffer(self, buf: bytes) -> int:
+        """Adds a part's bytes; returns where they start in the joined buffer."""
+        base = self.size
+        self.chunks.append(buf)
+        self.size += len(buf)
+        return base
+
+    def add(self, start: int, size: int, kind: int, frac: int = 0, code_page: int = 0) -> int:
+        frac = min(max(frac, 0), MAX_FRAC)
+        self.starts.append(start)
+        self.sizes.append(size)
+        self.kinds.append(kind)
+        self.fracs.append(frac)
+        self.code_pages.append(code_page)
+        return len(self.starts) - 1
+
+    def render(self) -> Tuple[pa.StringArray, np.ndarray]:
+        """Every field as text (NULL for the undefined), and each field's status."""
+        n = len(self.starts)
+        data = np.frombuffer(b"".join(self.chunks), dtype=np.uint8)
+        starts = np.asarray(self.starts, dtype=np.int64)
+        sizes = np.asarray(self.sizes, dtype=np.int64)
+        if n and (starts.min() < 0 or (starts + sizes).max() > len(data) or sizes.min() < 1):
+            raise ValueError("a field lies outside its part")  # the callers place fields inside their parts
+        bound = int((3 * sizes + FIELD_TEXT_ROOM).sum()) if n else 0  # the longest text each field can become
+        out = np.empty(bound, dtype=np.uint8)
+        offsets = np.zeros(n + 1, dtype=np.int32 if bound < 2 ** 31 else np.int64)
+        valid = np.zeros(n, dtype=np.bool_)
+        status = np.zeros(n, dtype=np.int8)
+        tables = np.stack([_CODE_POINTS["latin-1"], _CODE_POINTS["cp500"]])
+        _render(data, starts, sizes, np.asarray(self.kinds, dtype=np.int8), np.asarray(self.fracs, dtype=np.int32),
+                np.asarray(self.code_pages, dtype=np.int8), tables, out, offsets, valid, status)
+        validity = pa.array(valid).buffers()[1]
+        array_type = pa.string() if offsets.dtype == np.int32 else pa.large_string()
+        text = pa.Array.from_buffers(array_type, n, [validity, pa.py_buffer(offsets), pa.py_buffer(out)],
+                                     null_count=int(n - valid.sum()))
+        return (text.cast(pa.string()) if array_type != pa.string() else text), status
+
+
+@kernel
+def _put_code_point(out, at, cp):
+    """``cp`` as UTF-8 at out[at:]; returns the end. Callers leave 4 bytes of room."""
+    if cp < 0x80:
+        out[at] = cp
+        return at + 1
+    if cp < 0x800:
+        out[at] = 0xC0 | (cp >> 6)
+        out[at + 1] = 0x80 | (cp & 0x3F)
+        return at + 2
+    if cp < 0x10000:
+        out[at] = 0xE0 | (cp >> 12)
+        out[at + 1] = 0x80 | ((cp >> 6) & 0x3F)
+        out[at + 2] = 0x80 | (cp & 0x3F)
+        return at + 3
+    out[at] = 0xF0 | (cp >> 18)
+    out[at + 1] = 0x80 | ((cp >> 12) & 0x3F)
+    out[at + 2] = 0x80 | ((cp >> 6) & 0x3F)
+    out[at + 3] = 0x80 | (cp & 0x3F)
+    return at + 4
+
+
+@kernel
+def _put_hex(out, at, data, first, size, hexdigits):
+    for j in range(size):
+        out[at] = hexdigits[data[first + j] >> 4]
+        out[at + 1] = hexdigits[data[first + j] & 0x0F]
+        at += 2
+    return at
+
+
+@kernel
+def _render_number(data, start, size, float_form, frac, out, at, digits):
+    """The VDN number in data[start:start+size] as decimal text at out[at:]; returns (end, status).
+    ``digits`` is scratch room for 2 * size digits."""
+    characteristic = data[start]
+    count = 2 * (size - 1)
+    for i in range(size - 1):
+        byte = data[start + 1 + i]
+        digits[2 * i] = byte >> 4
+        digits[2 * i + 1] = byte & 0x0F
+    for i in range(count):
+        if digits[i] > 9:
+            return at, 1
+    if characteristic == 0x80 or count == 0:
+        last = -1
+        negative = False
+        exponent = 0
+    else:
+        negative = characteristic < 0x80
+        exponent = (0x40 - characteristic) if negative else (characteristic - 0xC0)
+        last = -1
+        for i in range(count):
+            if digits[i] != 0:
+                last = i
+        if negative:
+            if last < 0:
+                return at, BAD_NEGATIVE
+            for i in range(last):
+                digits[i] = 9 - digits[i]
+            digits[last] = 10 - digits[last]
+            last = -1
+            for i in range(count):
+                if digits[i] != 0:
+                    last = i
+    if last < 0:  # zero
+        out[at] = 48
+        at += 1
+        if not float_form and frac > 0:
+            out[at] = 46
+            at += 1
+            for i in range(frac):
+                out[at + i] = 48
+            at += frac
+        return at, OK
+    if negative:
+        out[at] = 45
+        at += 1
+    # integer digits: mantissa digits 0..exponent-1 (zeros past the mantissa)
+    if exponent <= 0:
+        out[at] = 48
+        at += 1
+    else:
+        for i in range(exponent):
+            out[at] = 48 + (digits[i] if i < count else 0)
+            at += 1
+    # fraction digits: as many as FIXED declares, more when the value holds more; FLOAT: what it holds
+    needed = last + 1 - exponent
+    decimals = needed if needed > 0 else 0
+    if not float_form and frac > decimals:
+        decimals = frac
+    if decimals > 0:
+        out[at] = 46
+        at += 1
+        for i in range(decimals):
+            position = exponent + i
+            out[at] = 48 + (digits[position] if 0 <= position < count else 0)
+            at += 1
+    return at, OK
+
+
+@kernel
+def _render(data, starts, sizes, kinds, fracs, code_pages, tables, out, offsets, valid, status):
+    """Each field i (data[starts[i]] its defined byte, sizes[i] bytes with it) as text: out[offsets[i]:offsets[i+1]].
+    ``out`` holds 3 * size + FIELD_TEXT_ROOM bytes per field, the most a field can become (a number:
+    2 * size digits, up to 64 zeros of exponent and MAX_FRAC of declared decimals, a sign and a
+    point; a character: 3 bytes of UTF-8)."""
+    hexdigits = np.array([48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 65, 66, 67, 68, 69, 70], dtype=np.uint8)
+    digits = np.zeros(2 * (sizes.max() + 1) if len(sizes) else 2, dtype=np.int32)
+    at = 0
+    for i in range(len(starts)):
+        offsets[i] = at
+        start = starts[i]
+        defined = data[start]
+        if defined == UNDEF_BYTE or defined == OVERFLOW_BYTE:
+            valid[i] = False
+            continue
+        valid[i] = True
+        first = start + 1
+        size = sizes[i] - 1
+        kind = kinds[i]
+        if kind == DATETIME_BIG or kind == DATETIME_LITTLE:
+            if defined != UNICODE_DEFINED_BYTE:
+                kind = TEXT
+            else:
+                kind = UCS2_BIG if kind == DATETIME_BIG else UCS2_LITTLE
+        if kind == FIXED or kind == FLOAT:
+            end, status[i] = _render_number(data, first, size, kind == FLOAT, fracs[i], out, at, digits)
+            if status[i] == OK:
+                at = end
+            else:  # kept as hex, the row says why
+                at = _put_hex(out, at, data, first, size, hexdigits)
+        elif kind == TEXT:
+            table = tables[code_pages[i]]
+            for j in range(size):
+                at = _put_code_point(out, at, table[data[first + j]])
+        elif kind == UCS2_BIG or kind == UCS2_LITTLE:
+            j = 0
+            while j + 1 < size:
+                if kind == UCS2_BIG:
+                    unit = (np.int32(data[first + j]) << 8) | data[first + j + 1]
+                else:
+                    unit = (np.int32(data[first + j + 1]) << 8) | data[first + j]
+                j += 2
+                if 0xD800 <= unit < 0xDC00 and j + 1 < size:
+                    if kind == UCS2_BIG:
+                        low = (np.int32(data[first + j]) << 8) | data[first + j + 1]
+                    else:
+                        low = (np.int32(data[first + j + 1]) << 8) | data[first + j]
+                    if 0xDC00 <= low < 0xE000:
+                        unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                        j += 2
+                    else:
+                        unit = 0xFFFD
+                elif 0xD800 <= unit < 0xE000:
+                    unit = 0xFFFD
+                at = _put_code_point(out, at, unit)
+        elif kind == BOOLEAN and size == 1 and data[first] <= 1:
+            if data[first] == 1:
+                for c in (116, 114, 117, 101):
+                    out[at] = c
+                    at += 1
+            else:
+                for c in (102, 97, 108, 115, 101):
+                    out[at] = c
+                    at += 1
+        elif kind == UTF8:
+            for j in range(size):
+                out[at + j] = data[first + j]
+            at += size
+        else:  # bytes, and anything else: upper-case hex
+            at = _put_hex(out, at, data, first, size, hexdigits)
+    offsets[len(starts)] = at
