@@ -37,6 +37,12 @@ def main() -> None:
     spark.read.format("cmi").option("view", "messages").load(os.path.join(SAMPLES, "mqtt_stream.mqtt")) \
         .select("index", "mqtt_type", "topic", "qos", "role", "sequence", "length").show(5, truncate=False)
 
+    print("== SAP DB / MaxDB SQL packets, one row per part (sapdb_session.rte, seed 004) ==")
+    spark.read.format("cmi").option("view", "sapdb").load(os.path.join(SAMPLES, "sapdb_session.rte")) \
+        .where("part_kind is not null") \
+        .select("packet", "direction", "mess_type", "function_code", "returncode", "part_kind", "text",
+                "result_count", "values").show(truncate=40)
+
     print("== External files ==")
     spark.read.format("cmi").option("view", "files").load(SAMPLES) \
         .select("name", "kind", "lrecl", "size", "text").show(truncate=False)

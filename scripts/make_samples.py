@@ -120,6 +120,60 @@ def browsed_table() -> pa.Table:
     })
 
 
+def sapdb_session(path: str) -> None:
+    """A SAP DB / MaxDB session as RTE frames logged back to back (seed 004): connect, the seed's
+    two examples (a dbs command with a typing error; a parse and execute of SELECT ... INTO),
+    a mass insert of three rows, commit and release."""
+    from cmi_datasource.transports.sapdb.packet import PARAM_INFO, PartSpec, SegmentSpec, build_packet, pack
+    from cmi_datasource.transports.sapdb.rte import rte_frame
+
+    def info(io_type, data_type, length, in_out_len, bufpos, frac=0):
+        return pack(PARAM_INFO, {"mode": 2, "io_type": io_type, "data_type": data_type, "frac": frac,
+                                 "length": length, "in_out_len": in_out_len, "bufpos": bufpos}, 2)
+
+    def command(mess_type, *parts, **fields):
+        return build_packet([SegmentSpec({"mess_type": mess_type, "with_info": True, **fields}, list(parts))],
+                            varpart_size=28176)
+
+    def answer(*parts, **fields):
+        return build_packet([SegmentSpec({"segm_kind": 2, **fields}, list(parts))], varpart_size=32120)
+
+    select = b"SELECT NUMB, TIME INTO :NUMB, :TIME FROM T WHERE KEYCOL = :KEYC"
+    parse_id = bytes.fromhex("00000019 00000601 3C000000")
+    insert = b"INSERT INTO ORDERS (ORDERNO, ITEM, QTY) VALUES (?, ?, ?)"
+    insert_id = bytes.fromhex("00000019 00000701 23460000")
+    insert_info = info(0, 0, 10, 7, 1) + info(0, 2, 8, 9, 8) + info(0, 0, 5, 5, 17, frac=2)
+    rows = b"".join(b"\0" + number + b" " + item.ljust(8) + b"\0" + qty for number, item, qty in (
+        (bytes.fromhex("C4 10 01 00 00 00"), b"bolt", bytes.fromhex("C2 12 50 00")),
+        (bytes.fromhex("C4 10 02 00 00 00"), b"nut", bytes.fromhex("C1 70 00 00")),
+        (bytes.fromhex("C4 10 03 00 00 00"), b"washer", bytes.fromhex("C2 10 00 00"))))
+    connect = b"\x00\x02" + (40).to_bytes(2, "little") + bytes(4) + (32768).to_bytes(4, "little") * 2 \
+        + (131072).to_bytes(4, "little") + (4096).to_bytes(4, "little") + b"MAXDB   " + b"        "
+    frames = [
+        rte_frame(61, connect), rte_frame(62, connect),
+        rte_frame(63, command(2, PartSpec(3, b"SELECT EMPNAME, EMPNO FROM EMP WHRE FIRST_NAME = 'Martin'"))),
+        rte_frame(64, answer(PartSpec(6, b"Invalid end of SQL statement"), returncode=-3014, sqlstate=b"42000",
+                             errorpos=37, function_code=4)),
+        rte_frame(63, command(3, PartSpec(3, select))),
+        rte_frame(64, answer(PartSpec(10, parse_id), PartSpec(14, info(0, 2, 8, 9, 1) + info(1, 0, 12, 8, 1)
+                                                              + info(1, 11, 8, 9, 9), arg_count=3),
+                             function_code=244)),
+        rte_frame(63, command(13, PartSpec(10, parse_id), PartSpec(5, b" keyval1 "))),
+        rte_frame(64, answer(PartSpec(12, bytes.fromhex("00C11000000000")),
+                             PartSpec(5, bytes.fromhex("00C44711 00000000 20303031 34333934 34")),
+                             function_code=244)),
+        rte_frame(63, command(3, PartSpec(3, insert), mass_cmd=True)),
+        rte_frame(64, answer(PartSpec(10, insert_id), PartSpec(14, insert_info, arg_count=3), function_code=1003)),
+        rte_frame(63, command(13, PartSpec(10, insert_id), PartSpec(5, rows, arg_count=3), mass_cmd=True)),
+        rte_frame(64, answer(PartSpec(12, bytes.fromhex("00C13000000000")), function_code=1003)),
+        rte_frame(63, command(2, PartSpec(3, b"COMMIT WORK"))),
+        rte_frame(64, answer(function_code=54)),
+        rte_frame(66, b""),
+    ]
+    with open(path, "wb") as out:
+        out.write(b"".join(frames))
+
+
 def main(out_dir: str) -> None:
     os.makedirs(out_dir, exist_ok=True)
 
@@ -148,6 +202,7 @@ def main(out_dir: str) -> None:
          application_message="Orders over TIB/RV", max_message_bytes=512)
     dump("mqtt_stream.mqtt", [DatasetToWrite(browsed_table(), "MQTT", "ORDERS", description="Orders over MQTT")],
          format="mqtt", application_message="Orders over MQTT 5", max_message_bytes=512)
+    sapdb_session(os.path.join(out_dir, "sapdb_session.rte"))
 
 
 if __name__ == "__main__":

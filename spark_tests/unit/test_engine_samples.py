@@ -29,7 +29,7 @@ def test_every_sample_attachment_is_complete_and_decodes():
     attachments = capture.attachments_table().to_pylist()
     assert len(attachments) == 10 and all(a["complete"] and a["problem"] is None for a in attachments)
     assert len(capture.files_table()) == 4
-    assert set(capture.formats.values()) == {"dmpmqmsg", "amqsbcg", "tibrv", "mqtt"}
+    assert set(capture.formats.values()) == {"dmpmqmsg", "amqsbcg", "tibrv", "mqtt", "sapdb"}
     for a in attachments:
         if a["kind"] == "dataset":
             assert capture.dataset_table(attachment=a["attachment"]).num_rows == a["observations"]
