@@ -407,3 +407,12 @@ def test_a_real_tcp_conversation_captured_by_tcpdump(tmp_path, loopback_capture)
     assert [r["direction"] for r in rows if r["part"] == 1] == ["request", "reply", "request", "reply"]
     assert rows[-1]["values"] == ["4711", "00143944"] and rows[-1]["connection"].endswith(f":{port}")
     assert [r["values"] for r in rows if r["part_kind"] == "data"] == [["keyval1 "], ["4711", "00143944"]]
+
+
+def test_a_number_that_is_no_number_is_kept_as_hex_and_named(tmp_path):
+    shortinfo = param_info(1, 2, 2, 3, 1) + param_info(1, 0, 5, 4, 4)
+    records = b" ok" + _field("00 C2 1F 00") + b" no" + _field("00 C1 50 00")
+    reply = packet([return_segment([part(14, shortinfo, arg_count=2), part(5, records, arg_count=2)])])
+    [_, data] = rows_of(stream_file(tmp_path, rte(REPLY, reply)))
+    assert data["values"] == ["ok", "C21F00", "no", "5"]
+    assert data["problem"] == "value 2 holds a nibble that is no decimal digit (kept as hex)"

@@ -12,6 +12,7 @@ keeps ``values`` NULL, its bytes in ``buf``.
 """
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
@@ -134,14 +135,16 @@ class _Rows:
 
     def table(self) -> pa.Table:
         text, status = self.plan.render()
-        bad = {i: STATUS_TEXT[s] for i, s in enumerate(status.tolist()) if s}
+        bad = {int(i): STATUS_TEXT[int(status[i])] for i in np.flatnonzero(status)}
         problems, counts = self.columns["problem"], self.columns["result_count"]
+        spanned = [(span[0], row) for row, span in enumerate(self.field_ranges) if span is not None]
+        for i, why in bad.items():  # a field's row: the last whose fields start at or before it
+            at = bisect.bisect_right(spanned, (i, len(self.field_ranges))) - 1
+            if at >= 0 and i < self.field_ranges[spanned[at][1]][1]:
+                start, row = spanned[at]
+                problems[row] = "; ".join(filter(None, [problems[row], f"value {i - start + 1} {why}"]))
         offsets, valid = [0], []
         for row, span in enumerate(self.field_ranges):
-            if span is not None:
-                found = [f"value {i - span[0] + 1} {bad[i]}" for i in range(*span) if i in bad]
-                if found:
-                    problems[row] = "; ".join(filter(None, [problems[row], *found]))
             offsets.append(offsets[-1] + (span[1] - span[0] if span else 0))
             valid.append(span is not None)
             result = self.result_fields[row]
@@ -255,14 +258,10 @@ def _data_fields(plan: FieldPlan, part: Part, entries: List[ParamInfo], mess_cod
     whole = min(declared, len(part.buf) // record)
     problem = None if whole == declared else (f"data part declares {declared} records of {record} bytes; "
                                               f"its {len(part.buf)} bytes hold {whole}")
-    base = plan.add_buffer(part.buf)
-    first = len(plan.starts)
-    readings = [(e.bufpos - 1, e.in_out_len, e.kind(mess_code, swap), e.frac, e.code_page(mess_code))
-                for e in entries]
-    for r in range(whole):
-        for at, size, kind, frac, code_page in readings:
-            plan.add(base + r * record + at, size, kind, frac, code_page)
-    return (first, len(plan.starts)), problem
+    fields = plan.add_records(plan.add_buffer(part.buf), record, whole, [e.bufpos - 1 for e in entries],
+                              [e.in_out_len for e in entries], [e.kind(mess_code, swap) for e in entries],
+                              [e.frac for e in entries], [e.code_page(mess_code) for e in entries])
+    return fields, problem
 
 
 def _text(raw: Optional[bytes]) -> Optional[str]:

@@ -99,21 +99,20 @@ def direction_entries(entries: Sequence[ParamInfo], reply: bool) -> List[ParamIn
     return [e for e in entries if e.io_type in wanted]
 
 
-@dataclass
 class FieldPlan:
-    """Fields to render, gathered over many data parts: where each lies in ``buffer`` and how to read it."""
+    """Fields to render, gathered over many data parts: where each lies in the joined buffer of
+    their parts and how to read it. Fields are added a record layout at a time (numpy arrays), so
+    nothing runs per field in Python."""
 
-    chunks: List[bytes]
-    starts: List[int]
-    sizes: List[int]
-    kinds: List[int]
-    fracs: List[int]
-    code_pages: List[int]  # 0 latin-1, 1 cp500: the table of a TEXT field
-    size: int = 0
+    def __init__(self):
+        self.chunks: List[bytes] = []
+        self.size = 0  # bytes of the joined buffer
+        self.count = 0  # fields
+        self._columns: List[Tuple[np.ndarray, ...]] = []  # (starts, sizes, kinds, fracs, code_pages) per addition
 
     @classmethod
     def empty(cls) -> "FieldPlan":
-        return cls([], [], [], [], [], [])
+        return cls()
 
     def add_buffer(self, buf: bytes) -> int:
         """Adds a part's bytes; returns where they start in the joined buffer."""
@@ -122,21 +121,32 @@ class FieldPlan:
         self.size += len(buf)
         return base
 
+    def add_records(self, base: int, record: int, records: int, offsets: Sequence[int], sizes: Sequence[int],
+                    kinds: Sequence[int], fracs: Sequence[int], code_pages: Sequence[int]) -> Tuple[int, int]:
+        """``records`` records of ``record`` bytes from ``base``, each with a field at every offset
+        (its defined byte); returns the (first, end) numbers of the fields added, record by record."""
+        width = len(offsets)
+        starts = (base + np.arange(records, dtype=np.int64)[:, None] * record
+                  + np.asarray(offsets, dtype=np.int64)[None, :]).ravel()
+        columns = (starts,) + tuple(np.tile(np.asarray(values, dtype=dtype), records) for values, dtype in (
+            (sizes, np.int64), (kinds, np.int8), ([min(max(f, 0), MAX_FRAC) for f in fracs], np.int32),
+            (code_pages, np.int8)))
+        self._columns.append(columns)
+        first = self.count
+        self.count += records * width
+        return first, self.count
+
     def add(self, start: int, size: int, kind: int, frac: int = 0, code_page: int = 0) -> int:
-        frac = min(max(frac, 0), MAX_FRAC)
-        self.starts.append(start)
-        self.sizes.append(size)
-        self.kinds.append(kind)
-        self.fracs.append(frac)
-        self.code_pages.append(code_page)
-        return len(self.starts) - 1
+        """One field; returns its number."""
+        return self.add_records(start, 0, 1, [0], [size], [kind], [frac], [code_page])[0]
 
     def render(self) -> Tuple[pa.StringArray, np.ndarray]:
         """Every field as text (NULL for the undefined), and each field's status."""
-        n = len(self.starts)
+        n = self.count
         data = np.frombuffer(b"".join(self.chunks), dtype=np.uint8)
-        starts = np.asarray(self.starts, dtype=np.int64)
-        sizes = np.asarray(self.sizes, dtype=np.int64)
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int32),
+                 np.zeros(0, np.int8))
+        starts, sizes, kinds, fracs, code_pages = (np.concatenate(parts) for parts in zip(*(self._columns or [empty])))
         if n and (starts.min() < 0 or (starts + sizes).max() > len(data) or sizes.min() < 1):
             raise ValueError("a field lies outside its part")  # the callers place fields inside their parts
         bound = int((3 * sizes + FIELD_TEXT_ROOM).sum()) if n else 0  # the longest text each field can become
@@ -145,8 +155,7 @@ class FieldPlan:
         valid = np.zeros(n, dtype=np.bool_)
         status = np.zeros(n, dtype=np.int8)
         tables = np.stack([_CODE_POINTS["latin-1"], _CODE_POINTS["cp500"]])
-        _render(data, starts, sizes, np.asarray(self.kinds, dtype=np.int8), np.asarray(self.fracs, dtype=np.int32),
-                np.asarray(self.code_pages, dtype=np.int8), tables, out, offsets, valid, status)
+        _render(data, starts, sizes, kinds, fracs, code_pages, tables, out, offsets, valid, status)
         validity = pa.array(valid).buffers()[1]
         array_type = pa.string() if offsets.dtype == np.int32 else pa.large_string()
         text = pa.Array.from_buffers(array_type, n, [validity, pa.py_buffer(offsets), pa.py_buffer(out)],
