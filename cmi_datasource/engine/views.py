@@ -82,7 +82,8 @@ VIEWS: Dict[str, View] = {view.name: view for view in (
 def _file_view(found: FileView) -> View:
     """A transport's view: one partition per file of the load, each file decoded on its own."""
     def read(path: str, o: ReadOptions) -> Iterator[pa.RecordBatch]:
-        return _batches(found.read(path, dict(o.transport_options)), o)
+        options = dict(o.transport_options, **({"format": o.format} if o.format else {}))
+        return _batches(found.read(path, options), o)
     return View(found.name, lambda o: found.schema, lambda o: resolve_paths(o.paths), read)
 
 

@@ -78,7 +78,8 @@ class CaptureFormat:
 class FileView:
     """A view a transport adds that decodes each capture file on its own (SAP DB's SQL packets):
     ``read(path, options)`` gives one file's table (``options``: the load's "<transport>.<name>"
-    options, of which ``options`` names those it reads); one partition per file."""
+    options, of which ``options`` names those it reads, and ``format`` when the load names one);
+    one partition per file."""
 
     name: str
     schema: pa.Schema

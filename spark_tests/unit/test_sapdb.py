@@ -416,3 +416,79 @@ def test_a_number_that_is_no_number_is_kept_as_hex_and_named(tmp_path):
     [_, data] = rows_of(stream_file(tmp_path, rte(REPLY, reply)))
     assert data["values"] == ["ok", "C21F00", "no", "5"]
     assert data["problem"] == "value 2 holds a nibble that is no decimal digit (kept as hex)"
+
+
+# -- found by fuzzing and review -----------------------------------------------------------------
+
+def test_result_counts_that_are_no_whole_int64_are_null_with_a_problem(tmp_path):
+    frames = [rte(REPLY, packet([return_segment([part(12, _field(count))])]))
+              for count in ("00 C0 50 00 00 00 00", "00 FF 10 00 00 00 00", "00", "00 C5")]
+    rows = rows_of(stream_file(tmp_path, *frames))
+    assert [r["result_count"] for r in rows] == [None] * 4
+    assert "0.5 is no whole number" in rows[0]["problem"] and "is no whole number" in rows[1]["problem"]
+    assert [r["problem"] for r in rows[2:]] == ["the result count is a number with no digits (kept as hex)"] * 2
+
+
+def test_number_fields_too_short_for_digits_read_nothing_beyond_themselves(tmp_path):
+    shortinfo = param_info(1, 0, 1, 1, 1) + param_info(1, 0, 1, 2, 2) + param_info(1, 2, 2, 3, 4)
+    reply = packet([return_segment([part(14, shortinfo, arg_count=3), part(5, _field("00 00 C5 20 61 62"))])])
+    [_, data] = rows_of(stream_file(tmp_path, rte(REPLY, reply)))
+    assert data["values"] == ["", "C5", "ab"]  # neither number borrows the next field's bytes
+    assert data["problem"] == ("value 1 is a number with no digits (kept as hex); "
+                               "value 2 is a number with no digits (kept as hex)")
+
+
+def test_overlapping_shortinfo_entries_are_refused_not_multiplied(tmp_path):
+    count = 3000  # entries and records: 9M fields if taken at their word
+    reply = packet([return_segment([part(14, param_info(1, 0, 1, 1, 1) * count, arg_count=count),
+                                    part(5, b"\xff" * count, arg_count=count)])])
+    [_, data] = rows_of(stream_file(tmp_path, rte(REPLY, reply)))
+    assert data["values"] is None and "3000 fields overlap in a record of 1 bytes" in data["problem"]
+
+
+def test_a_big_endian_sender_that_names_no_order(tmp_path):
+    frame = bytearray(rte(REQUEST, EXAMPLE_1_REQUEST, big_endian=True))
+    frame[18] = 0  # new_swap_type unset, as some drivers send it
+    rows = rows_of(stream_file(tmp_path, bytes(frame), rte(REPLY, EXAMPLE_1_REPLY)))
+    assert rows[0]["text"] == EXAMPLE_1_SQL.decode() and rows[1]["returncode"] == -3014
+
+
+def test_texts_by_session_and_column_code(tmp_path):
+    shortinfo = param_info(1, 2, 2, 3, 1) + param_info(1, 3, 3, 4, 4) + param_info(1, 24, 2, 4, 8)
+    utf8 = packet([return_segment([part(14, shortinfo, arg_count=3),
+                                   part(5, b" \xc3\xa9" + b" ABC" + b"\x01A\x00\x00")])], mess_code=22)
+    ascii_session = packet([return_segment([part(14, shortinfo, arg_count=3),
+                                            part(5, b" \xff\xfe" + b"\x40\xc1\xc2\xc3" + b"\x01\x00A\x00")])])
+    rows = rows_of(stream_file(tmp_path, rte(REPLY, utf8), rte(REPLY, ascii_session)))
+    # UTF-8; CHE sent in ASCII; UCS-2 in the packet's (little-endian) order, its 3 bytes ending in half a char
+    assert rows[1]["values"] == ["é", "ABC", "A\ufffd"]
+    assert rows[1]["problem"] == "value 3 ends in half a UCS-2 character (read as U+FFFD)"
+    assert rows[3]["values"][:2] == ["\xff\xfe", "ABC"]  # Latin-1; CHE with the EBCDIC blank is cp500
+    invalid = packet([return_segment([part(14, param_info(1, 2, 3, 4, 1)), part(5, b" \xc3(\xff")])], mess_code=22)
+    assert rows_of(stream_file(tmp_path, rte(REPLY, invalid), name="bad-utf8.rte"))[1]["values"] == ["\ufffd(\ufffd"]
+
+
+def test_packets_of_no_segments_and_data_with_no_outputs_keep_a_row(tmp_path):
+    empty = packet([])
+    no_outputs = packet([return_segment([part(14, param_info(0, 0, 10, 7, 1)), part(5, _field("00 C1 10 00 00 00 00"))])])
+    rows = rows_of(stream_file(tmp_path, rte(REQUEST, empty), rte(REPLY, no_outputs)))
+    assert (rows[0]["packet"], rows[0]["segment"], rows[0]["problem"]) == (0, None, None)
+    assert rows[-1]["values"] is None and "names no outputs" in rows[-1]["problem"]
+
+
+def test_a_broken_first_header_is_no_sapdb_file_unless_the_format_says_so(tmp_path):
+    frame = bytearray(rte(REQUEST, EXAMPLE_1_REQUEST))
+    frame[4] = 9  # no TCP protocol id
+    path = stream_file(tmp_path, bytes(frame), rte(REPLY, EXAMPLE_1_REPLY))
+    assert rows_of(path) == []
+    [row] = rows_of(path, format="sapdb")
+    assert row["packet"] == 0 and "no RTE header at stream byte 0" in row["problem"]
+
+
+def test_a_pcap_whose_first_data_segment_was_lost(tmp_path):
+    c = sapdb_conversation()
+    frames = c.frames[:2] + c.frames[3:]  # the handshake, then the client's first segment is missing
+    rows = rows_of(write_pcap(tmp_path / "lost.pcap", frames))
+    gaps = [r for r in rows if r["problem"] and "were not captured" in r["problem"]]
+    assert len(gaps) == 1 and gaps[0]["direction"] == "unknown"
+    assert [r["part_kind"] for r in rows if r["direction"] == "reply"][:2] == ["parsid", "shortinfo"]

@@ -59,16 +59,19 @@ class RtePacket:
 
 
 def header_order(buf, at: int) -> Optional[str]:
-    """The byte order in which the RTE header at ``at`` reads as one (``None``: in neither)."""
+    """The byte order in which the RTE header at ``at`` reads as one (``None``: in neither): its
+    lengths must make sense, and a frame that fits in what follows wins over one that does not
+    (a sender writing 0 for ``new_swap_type`` names no order)."""
     if len(buf) - at < RTE_HEADER.size or buf[at + 4] != RTE_PROTOCOL_TCP or buf[at + 5] not in RTE_CLASSES:
         return None
     preferred = _SWAP_TYPE_ORDER.get(buf[at + 18], LITTLE)
+    plausible = []
     for order in (preferred, BIG if preferred == LITTLE else LITTLE):
         header = RTE_HEADER.unpack(buf, at, order)
         if header["act_send_len"] >= RTE_HEADER.size and (
                 header["max_send_len"] == 0 or header["act_send_len"] <= header["max_send_len"]):
-            return order
-    return None
+            plausible.append((header["act_send_len"] > len(buf) - at, order))
+    return sorted(plausible, key=lambda found: found[0])[0][1] if plausible else None  # stable: preferred first
 
 
 def looks_like_rte(head: bytes) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
+from decimal import Decimal
 from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 
@@ -27,11 +28,12 @@ from . import codes
 from .codes import (MESS_CODES, MESS_TYPES, PART_KINDS, PRODUCERS, SEGMENT_KINDS, SQLMODES, function_name,
                     name_of)
 from .packet import Part, Segment, SqlPacket, read_packet, swap_name
-from .rte import RtePacket, looks_like_rte, opens_connection, read_rte_packets
+from .rte import RTE_HEADER, RtePacket, looks_like_rte, opens_connection, read_rte_packets
 from .values import FIXED, STATUS_TEXT, FieldPlan, ParamInfo, direction_entries, read_shortinfo, text_codec
 
 SAPDB_PORT = 7210
 PORT_OPTION = "sapdb.port"
+RTE_STREAM_FORMAT = "sapdb"  # the capture format name of RTE streams (transport.py)
 
 SQL_PARTS_SCHEMA = pa.schema([
     pa.field("source", pa.string()), pa.field("packet", pa.int64()), pa.field("offset", pa.int64()),
@@ -73,13 +75,15 @@ class CapturedPacket:
     frame: Optional[int] = None
 
 
-def captured_packets(path: str, ports=(SAPDB_PORT,)) -> List[CapturedPacket]:
-    """The packets of one capture file, in capture order: none when it holds no SAP DB traffic."""
+def captured_packets(path: str, ports=(SAPDB_PORT,), rte_stream: bool = False) -> List[CapturedPacket]:
+    """The packets of one capture file, in capture order: none when it holds no SAP DB traffic.
+    ``rte_stream``: the file is an RTE stream whatever its first bytes (a broken first header is
+    then a row with its problem, not a file of other traffic)."""
     with open_capture(path) as f, decompressing(path):
-        head = f.read(8)
-    if is_pcap(head):
+        head = f.read(RTE_HEADER.size)
+    if is_pcap(head) and not rte_stream:
         return _pcap_packets(path, ports)
-    if not looks_like_rte(head + b"\0" * 24):
+    if not (rte_stream or looks_like_rte(head)):
         return []
     with open_capture(path) as f, decompressing(path):
         data = f.read()
@@ -149,11 +153,8 @@ class _Rows:
             valid.append(span is not None)
             result = self.result_fields[row]
             if result is not None:
-                if result in bad or not text[result].is_valid:
-                    counts[row] = None
-                    problems[row] = problems[row] or f"the result count {bad.get(result, 'is NULL')}"
-                else:
-                    counts[row] = int(text[result].as_py())
+                counts[row], why = _result_count(text[result].as_py(), bad.get(result))
+                problems[row] = problems[row] or why
         ordered = np.concatenate([np.arange(*span) for span in self.field_ranges if span is not None] or
                                  [np.zeros(0, dtype=np.int64)])
         flat = text.take(pa.array(ordered, type=pa.int64())) if len(ordered) != len(text) else text
@@ -164,11 +165,23 @@ class _Rows:
         return pa.Table.from_arrays(arrays, schema=SQL_PARTS_SCHEMA)
 
 
+def _result_count(text: Optional[str], bad: Optional[str]) -> Tuple[Optional[int], Optional[str]]:
+    """A resultcount part's number, and why there is none."""
+    if bad is not None or text is None:
+        return None, f"the result count {bad or 'is NULL'}"
+    value = Decimal(text)
+    if value != value.to_integral_value() or not -2 ** 63 <= value < 2 ** 63:
+        return None, f"the result count {text} is no whole number of rows"
+    return int(value), None
+
+
 def sql_parts_table(path: str, options: Mapping[str, str] = {}) -> pa.Table:
-    """The ``sapdb`` view of one capture file."""
+    """The ``sapdb`` view of one capture file (``options``: ``sapdb.port``; ``format`` "sapdb"
+    reads a file as an RTE stream even when its first bytes are no RTE header)."""
     rows = _Rows()
     conversations: Dict[str, _Conversation] = {}
-    for number, captured in enumerate(captured_packets(path, sapdb_ports(options))):
+    named = options.get("format") == RTE_STREAM_FORMAT
+    for number, captured in enumerate(captured_packets(path, sapdb_ports(options), named)):
         conversation = conversations.setdefault(captured.conversation, _Conversation())
         _packet_rows(rows, path, number, captured, conversation)
     return rows.table()
@@ -196,7 +209,7 @@ def _packet_rows(rows: _Rows, path: str, number: int, captured: CapturedPacket, 
         requested.append(statement)
     if not reply:
         conversation.awaiting.append(requested)
-    if packet.problem is not None:
+    if packet.problem is not None or not packet.segments:  # what is wrong, or a packet of no segments
         rows.add({**base, "problem": packet.problem})
 
 
@@ -239,21 +252,23 @@ def _segment_rows(rows: _Rows, base: Dict[str, Any], number: int, segment: Segme
             part_row["problem"] = shortinfo_problem
         elif kind == codes.PART_DATA and statement is not None:
             fields, part_row["problem"] = _data_fields(rows.plan, part, direction_entries(statement.shortinfo, reply),
-                                                       mess_code, packet.swap)
+                                                       mess_code, packet.swap, reply)
         rows.add(part_row, fields, result_field)
     return statement
 
 
-def _data_fields(plan: FieldPlan, part: Part, entries: List[ParamInfo], mess_code: int,
-                 swap: int) -> Tuple[Optional[Tuple[int, int]], Optional[str]]:
+def _data_fields(plan: FieldPlan, part: Part, entries: List[ParamInfo], mess_code: int, swap: int,
+                 reply: bool) -> Tuple[Optional[Tuple[int, int]], Optional[str]]:
     """The fields of a data part, ``arg_count`` records of the entries laid out by their bufpos,
     added to ``plan``: (first, end) of them there, and what is wrong."""
     if not entries:
-        return None, None
+        return None, f"the statement's shortinfo names no {'outputs' if reply else 'inputs'} to read it by"
     broken = [e for e in entries if e.bufpos < 1 or e.in_out_len < 1]
     if broken:
         return None, f"shortinfo entry with bufpos {broken[0].bufpos}, in_out_len {broken[0].in_out_len} locates nothing"
     record = max(e.bufpos - 1 + e.in_out_len for e in entries)
+    if sum(e.in_out_len for e in entries) > record:  # fields never share bytes: this shortinfo is not one
+        return None, f"the shortinfo's {len(entries)} fields overlap in a record of {record} bytes"
     declared = max(part.header["arg_count"], 1)
     whole = min(declared, len(part.buf) // record)
     problem = None if whole == declared else (f"data part declares {declared} records of {record} bytes; "

@@ -18,7 +18,7 @@ from ..base import CaptureFormat, FileView, Transport
 from .codes import MESS_TYPES, RTE_CLASSES, name_of
 from .packet import read_packet
 from .rte import RTE_HEADER, looks_like_rte, read_rte_packets
-from .table import PORT_OPTION, SQL_PARTS_SCHEMA, sql_parts_table
+from .table import PORT_OPTION, RTE_STREAM_FORMAT, SQL_PARTS_SCHEMA, sql_parts_table
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class SapDbDetails:
 
 
 class RteStreamFormat(CaptureFormat):
-    name = "sapdb"
+    name = RTE_STREAM_FORMAT
     description = "SAP DB / MaxDB RTE frames logged back to back, as they crossed a TCP connection"
     suffix = ".rte"
 

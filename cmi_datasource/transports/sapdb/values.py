@@ -32,16 +32,22 @@ from .packet import PARAM_INFO, unpack
 FIXED, FLOAT, TEXT, HEX, UCS2_BIG, UCS2_LITTLE, BOOLEAN, UTF8, DATETIME_BIG, DATETIME_LITTLE = range(10)
 UNICODE_DEFINED_BYTE = 0x01  # csp_unicode_def_byte: the value that follows is UCS-2
 # Problems the kernel finds in a field (its status)
-OK, NOT_A_DIGIT, BAD_NEGATIVE = 0, 1, 2
+OK, NOT_A_DIGIT, BAD_NEGATIVE, NO_DIGITS, ODD_UCS2 = 0, 1, 2, 3, 4
 MAX_FRAC = 64  # decimals of a FIXED field rendered at most (the kernel's room; MaxDB declares up to 38)
 FIELD_TEXT_ROOM = 2 + 64 + MAX_FRAC + 8
 STATUS_TEXT = {NOT_A_DIGIT: "holds a nibble that is no decimal digit (kept as hex)",
-               BAD_NEGATIVE: "is a negative number with no digits (kept as hex)"}
+               BAD_NEGATIVE: "is a negative number with no digits (kept as hex)",
+               NO_DIGITS: "is a number with no digits (kept as hex)",
+               ODD_UCS2: "ends in half a UCS-2 character (read as U+FFFD)"}
 
 # tsp00_DataType code -> kind, for types whose kind does not depend on the session's code
 _KIND_OF_TYPE = {0: FIXED, 29: FIXED, 30: FIXED, 1: FLOAT, 12: FLOAT, 15: FLOAT, 2: TEXT, 31: TEXT, 3: TEXT, 32: TEXT,
                  23: BOOLEAN}
 _EBCDIC_TYPES = (3, 32)  # che, varchare
+_UTF8_TEXT_TYPES = (2, 31)  # cha, varchara: UTF-8 in a utf8 session
+UTF8_MESS_CODE = 22
+LATIN_1, CP500, CP500_IF_EBCDIC_BLANK = 0, 1, 2  # a TEXT field's code page (tables of the kernel)
+EBCDIC_BLANK = 0x40
 _UNICODE_TYPES = (24, 36)  # unicode, varcharuni: UCS-2 in the session's order
 _DATETIME_TYPES = (10, 11, 13)  # date, time, timestamp: UCS-2 in a unicode session, else single bytes
 UNICODE_MESS_CODES = {19: UCS2_LITTLE, 20: UCS2_BIG}  # unicode_swap, unicode; 21 (native) follows mess_swap
@@ -74,10 +80,16 @@ class ParamInfo:
     bufpos: int  # 1-based: where its defined byte lies in the data record
 
     def code_page(self, mess_code: int) -> int:
-        """The single-byte table of a TEXT field: 1 (cp500) for EBCDIC columns and sessions, else 0 (latin-1)."""
-        return 1 if self.data_type in _EBCDIC_TYPES or mess_code == 1 else 0
+        """The single-byte table of a TEXT field: CP500 in EBCDIC sessions; for an EBCDIC column in
+        another session, CP500 when its defined byte is the EBCDIC blank (SQLDBC sends an ASCII
+        blank, the value converted); else LATIN_1."""
+        if mess_code == 1:
+            return CP500
+        return CP500_IF_EBCDIC_BLANK if self.data_type in _EBCDIC_TYPES else LATIN_1
 
     def kind(self, mess_code: int, swap: int) -> int:
+        if mess_code == UTF8_MESS_CODE and self.data_type in _UTF8_TEXT_TYPES:
+            return UTF8
         if self.data_type in _UNICODE_TYPES:
             return ucs2_kind(mess_code, swap)
         if self.data_type in _DATETIME_TYPES:  # its defined byte says whether it is UCS-2 (in the session's order)
@@ -154,7 +166,7 @@ class FieldPlan:
         offsets = np.zeros(n + 1, dtype=np.int32 if bound < 2 ** 31 else np.int64)
         valid = np.zeros(n, dtype=np.bool_)
         status = np.zeros(n, dtype=np.int8)
-        tables = np.stack([_CODE_POINTS["latin-1"], _CODE_POINTS["cp500"]])
+        tables = np.stack([_CODE_POINTS["latin-1"], _CODE_POINTS["cp500"]])  # indexed by LATIN_1, CP500
         _render(data, starts, sizes, kinds, fracs, code_pages, tables, out, offsets, valid, status)
         validity = pa.array(valid).buffers()[1]
         array_type = pa.string() if offsets.dtype == np.int32 else pa.large_string()
@@ -186,6 +198,35 @@ def _put_code_point(out, at, cp):
 
 
 @kernel
+def _put_utf8(out, at, data, first, size):
+    """data[first:first+size] as UTF-8 at out[at:], each byte that starts no valid sequence as
+    U+FFFD (3 bytes out for 1 in: within the room of a field); returns the end."""
+    j = 0
+    while j < size:
+        lead = data[first + j]
+        length = 1 if lead < 0x80 else 2 if 0xC2 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else \
+            4 if 0xF0 <= lead < 0xF5 else 0
+        good = length > 0 and j + length <= size
+        if good and length > 1:
+            for k in range(1, length):
+                if data[first + j + k] & 0xC0 != 0x80:
+                    good = False
+            second = data[first + j + 1]
+            if good and ((lead == 0xE0 and second < 0xA0) or (lead == 0xED and second >= 0xA0)
+                         or (lead == 0xF0 and second < 0x90) or (lead == 0xF4 and second >= 0x90)):
+                good = False  # overlong, surrogate or past U+10FFFF
+        if good:
+            for k in range(length):
+                out[at + k] = data[first + j + k]
+            at += length
+            j += length
+        else:
+            at = _put_code_point(out, at, 0xFFFD)
+            j += 1
+    return at
+
+
+@kernel
 def _put_hex(out, at, data, first, size, hexdigits):
     for j in range(size):
         out[at] = hexdigits[data[first + j] >> 4]
@@ -198,15 +239,19 @@ def _put_hex(out, at, data, first, size, hexdigits):
 def _render_number(data, start, size, float_form, frac, out, at, digits):
     """The VDN number in data[start:start+size] as decimal text at out[at:]; returns (end, status).
     ``digits`` is scratch room for 2 * size digits."""
+    if size < 1:
+        return at, NO_DIGITS
     characteristic = data[start]
     count = 2 * (size - 1)
+    if count == 0 and characteristic != 0x80:
+        return at, NO_DIGITS
     for i in range(size - 1):
         byte = data[start + 1 + i]
         digits[2 * i] = byte >> 4
         digits[2 * i + 1] = byte & 0x0F
     for i in range(count):
         if digits[i] > 9:
-            return at, 1
+            return at, NOT_A_DIGIT
     if characteristic == 0x80 or count == 0:
         last = -1
         negative = False
@@ -296,7 +341,10 @@ def _render(data, starts, sizes, kinds, fracs, code_pages, tables, out, offsets,
             else:  # kept as hex, the row says why
                 at = _put_hex(out, at, data, first, size, hexdigits)
         elif kind == TEXT:
-            table = tables[code_pages[i]]
+            page = code_pages[i]
+            if page == CP500_IF_EBCDIC_BLANK:
+                page = CP500 if defined == EBCDIC_BLANK else LATIN_1
+            table = tables[page]
             for j in range(size):
                 at = _put_code_point(out, at, table[data[first + j]])
         elif kind == UCS2_BIG or kind == UCS2_LITTLE:
@@ -320,6 +368,9 @@ def _render(data, starts, sizes, kinds, fracs, code_pages, tables, out, offsets,
                 elif 0xD800 <= unit < 0xE000:
                     unit = 0xFFFD
                 at = _put_code_point(out, at, unit)
+            if j < size:  # an odd byte count: half a character
+                at = _put_code_point(out, at, 0xFFFD)
+                status[i] = ODD_UCS2
         elif kind == BOOLEAN and size == 1 and data[first] <= 1:
             if data[first] == 1:
                 for c in (116, 114, 117, 101):
@@ -330,9 +381,7 @@ def _render(data, starts, sizes, kinds, fracs, code_pages, tables, out, offsets,
                     out[at] = c
                     at += 1
         elif kind == UTF8:
-            for j in range(size):
-                out[at + j] = data[first + j]
-            at += size
+            at = _put_utf8(out, at, data, first, size)
         else:  # bytes, and anything else: upper-case hex
             at = _put_hex(out, at, data, first, size, hexdigits)
     offsets[len(starts)] = at

@@ -113,7 +113,8 @@ def read_connections(path: str, opens: Callable[[bytes], bool], server_ports: Co
     streams = read_streams(path)
     found: List[Connection] = []
     seen = set()
-    for (a, b), stream in sorted(streams.items(), key=lambda item: item[1].frames[0].number):
+    # A stream whose first bytes were lost holds no frame: it sorts first, and says so in its gap.
+    for (a, b), stream in sorted(streams.items(), key=lambda item: item[1].frames[0].number if item[1].frames else 0):
         if (a, b) in seen:
             continue
         seen.update({(a, b), (b, a)})
