@@ -90,3 +90,12 @@ def test_a_cut_capture_loses_nothing_silently(tmp_path):
     rows = Capture.open(str(path), use_index_cache=False).messages_table().to_pylist()
     [cut] = [r for r in rows if r["problem"]]
     assert cut["direction"] == "from broker" and "declares 2 bytes; 1 remain" in cut["problem"]
+
+
+def test_a_connection_whose_first_client_segment_was_lost(tmp_path):
+    c = mqtt5_conversation()
+    frames = c.frames[:2] + c.frames[3:]  # the handshake, then the CONNECT's segment is missing
+    capture = Capture.open(write_pcap(tmp_path / "lost.pcap", frames), use_index_cache=False)
+    rows = capture.messages_table().to_pylist()
+    [gap] = [r for r in rows if r["problem"] and "were not captured" in r["problem"]]
+    assert gap["direction"] == "to broker" and capture.attachments == []
