@@ -225,7 +225,7 @@ def test_a_reply_with_its_own_shortinfo_uses_it(tmp_path):
 
 
 def test_vdn_kernel_numbers_at_their_limits():
-    plan = FieldPlan.empty()
+    plan = FieldPlan()
     cases = [("00 FF 99 99", FLOAT, 0, "9999" + "0" * 59), ("00 81 10", FLOAT, 0, "0." + "0" * 63 + "1"),
              ("00 C1 1A", FIXED, 0, None), ("00 40 00", FIXED, 0, None)]
     for hex_text, kind, frac, _ in cases:

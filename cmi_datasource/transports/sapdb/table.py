@@ -126,7 +126,7 @@ class _Rows:
     """The table being built: plain columns, and the fields of its values rendered in one go."""
 
     columns: Dict[str, List[Any]] = field(default_factory=lambda: {f.name: [] for f in SQL_PARTS_SCHEMA})
-    plan: FieldPlan = field(default_factory=FieldPlan.empty)
+    plan: FieldPlan = field(default_factory=FieldPlan)
     field_ranges: List[Optional[Tuple[int, int]]] = field(default_factory=list)  # per row: its fields in plan
     result_fields: List[Optional[int]] = field(default_factory=list)  # per row: its resultcount field
 

@@ -122,10 +122,6 @@ class FieldPlan:
         self.count = 0  # fields
         self._columns: List[Tuple[np.ndarray, ...]] = []  # (starts, sizes, kinds, fracs, code_pages) per addition
 
-    @classmethod
-    def empty(cls) -> "FieldPlan":
-        return cls()
-
     def add_buffer(self, buf: bytes) -> int:
         """Adds a part's bytes; returns where they start in the joined buffer."""
         base = self.size
