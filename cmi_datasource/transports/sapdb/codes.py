@@ -15,6 +15,12 @@ def name_of(table: Mapping[int, str], code: int) -> str:
     return table.get(code, str(code))
 
 
+def codes_of(table: Mapping[int, str], names: str) -> tuple:
+    """The codes of the space-separated ``names`` in ``table``: code lists read by name."""
+    by_name = {name: code for code, name in table.items()}
+    return tuple(by_name[name] for name in names.split())
+
+
 # RTE message classes (geo003 RSQL_*): what an RTE frame on the wire is.
 RTE_CLASSES = {
     1: "request_conn", 2: "reply_conn", 3: "request_user", 4: "reply_user", 16: "open_session",
@@ -47,7 +53,6 @@ MESS_TYPES = _named(
     "ufill4 ufill5 ufill6 ufill7 util_upper_bound specials_lower_bound switch switchlimit buflength "
     "minbuf maxbuf state_utility get_challenge sfill3 sfill4 sfill5 specials_upper_bound wait_for_event "
     "procserv_lower_bound procserv_call procserv_reply")
-MESS_TYPE_DBS, MESS_TYPE_PARSE, MESS_TYPE_EXECUTE = 2, 3, 13
 SQLMODES = _named("nil session_sqlmode internal ansi db2 oracle")
 PRODUCERS = _named("nil user_cmd internal_cmd kernel installation view_optimizer complex_view_handling "
                    "queryrewrite")
@@ -58,8 +63,8 @@ PART_KINDS = _named(
     "surrogate bdinfo longdata tablename session_info_returned output_cols_no_parameter key serial "
     "relative_pos abap_istream abap_ostream abap_info checkpoint_info procid long_demand message_list "
     "vardata_shortinfo vardata feature clientid")
-PART_COMMAND, PART_DATA, PART_ERRORTEXT, PART_PARSID, PART_RESULTCOUNT, PART_SHORTINFO, PART_COLUMNNAMES = (
-    3, 5, 6, 10, 12, 14, 2)
+PART_COMMAND, PART_DATA, PART_ERRORTEXT, PART_PARSID, PART_RESULTCOUNT, PART_SHORTINFO = codes_of(
+    PART_KINDS, "command data errortext parsid resultcount shortinfo")
 TEXT_PARTS = (PART_COMMAND, PART_ERRORTEXT)  # parts whose buffer is text in the packet's mess_code
 PART_ALIGNMENT = 8  # csp1_part_align_length: parts (and segments) start on 8-byte boundaries
 
@@ -93,7 +98,6 @@ def function_name(code: int) -> str:
 
 # sp1i_io_type of a shortinfo entry
 IO_INPUT, IO_OUTPUT, IO_INOUT = 0, 1, 2
-IO_TYPES = {IO_INPUT: "input", IO_OUTPUT: "output", IO_INOUT: "inout"}
 
 # sp1i_data_type (tsp00_DataType)
 DATA_TYPES = _named(

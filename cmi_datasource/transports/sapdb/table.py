@@ -81,12 +81,14 @@ def captured_packets(path: str, ports=(SAPDB_PORT,), rte_stream: bool = False) -
     then a row with its problem, not a file of other traffic)."""
     with open_capture(path) as f, decompressing(path):
         head = f.read(RTE_HEADER.size)
-    if is_pcap(head) and not rte_stream:
+        if is_pcap(head) and not rte_stream:
+            data = None  # dpkt reads it
+        elif rte_stream or looks_like_rte(head):
+            data = head + f.read()
+        else:
+            return []
+    if data is None:
         return _pcap_packets(path, ports)
-    if not (rte_stream or looks_like_rte(head)):
-        return []
-    with open_capture(path) as f, decompressing(path):
-        data = f.read()
     return [CapturedPacket(p, p.start, path) for p in read_rte_packets(data, Location(path))]
 
 
@@ -108,17 +110,13 @@ def _pcap_packets(path: str, ports) -> List[CapturedPacket]:
     return placed
 
 
-@dataclass
-class _Statement:
-    """What a conversation knows of a statement: its shortinfo, by its parse id."""
-
-    shortinfo: List[ParamInfo]
+Shortinfo = List[ParamInfo]  # what a conversation knows of a statement
 
 
 @dataclass
 class _Conversation:
-    statements: Dict[bytes, _Statement] = field(default_factory=dict)
-    awaiting: Deque[List[Optional[_Statement]]] = field(default_factory=deque)  # requests' statements, per segment
+    statements: Dict[bytes, Shortinfo] = field(default_factory=dict)  # by parse id
+    awaiting: Deque[List[Optional[Shortinfo]]] = field(default_factory=deque)  # requests' statements, per segment
 
 
 @dataclass
@@ -202,7 +200,7 @@ def _packet_rows(rows: _Rows, path: str, number: int, captured: CapturedPacket, 
                  "appl_version": _text(header.get("appl_version")), "application": _text(header.get("application"))})
     reply = rte.direction == "reply"
     statements = conversation.awaiting.popleft() if reply and conversation.awaiting else []
-    requested: List[Optional[_Statement]] = []
+    requested: List[Optional[Shortinfo]] = []
     for index, segment in enumerate(packet.segments):
         statement = _segment_rows(rows, base, index + 1, segment, packet, conversation,
                                   statements[index] if index < len(statements) else None, reply)
@@ -214,7 +212,7 @@ def _packet_rows(rows: _Rows, path: str, number: int, captured: CapturedPacket, 
 
 
 def _segment_rows(rows: _Rows, base: Dict[str, Any], number: int, segment: Segment, packet: SqlPacket,
-                  conversation: _Conversation, requested: Optional[_Statement], reply: bool) -> Optional[_Statement]:
+                  conversation: _Conversation, requested: Optional[Shortinfo], reply: bool) -> Optional[Shortinfo]:
     """Rows of one segment; returns the statement a request segment runs (for its reply)."""
     h = segment.header
     row = {**base, "segment": number, "segment_kind": name_of(SEGMENT_KINDS, h["segm_kind"])}
@@ -233,7 +231,7 @@ def _segment_rows(rows: _Rows, base: Dict[str, Any], number: int, segment: Segme
     if codes.PART_SHORTINFO in by_kind:
         part = by_kind[codes.PART_SHORTINFO]
         entries, shortinfo_problem = read_shortinfo(part.buf, part.header["arg_count"], packet.swap, where)
-        statement = _Statement(entries)
+        statement = entries
         if parse_id is not None:  # a parse reply: the statement executes later by this id
             conversation.statements[parse_id] = statement
     if not segment.parts:
@@ -251,7 +249,7 @@ def _segment_rows(rows: _Rows, base: Dict[str, Any], number: int, segment: Segme
         elif kind == codes.PART_SHORTINFO:
             part_row["problem"] = shortinfo_problem
         elif kind == codes.PART_DATA and statement is not None:
-            fields, part_row["problem"] = _data_fields(rows.plan, part, direction_entries(statement.shortinfo, reply),
+            fields, part_row["problem"] = _data_fields(rows.plan, part, direction_entries(statement, reply),
                                                        mess_code, packet.swap, reply)
         rows.add(part_row, fields, result_field)
     return statement

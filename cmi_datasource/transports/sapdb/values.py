@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import codecs
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 
 from ...compiled import kernel
 from ...errors import Location
-from .codes import (IO_INOUT, IO_INPUT, IO_OUTPUT, OVERFLOW_BYTE, SWAP_FULL, UNDEF_BYTE)
+from .codes import DATA_TYPES, IO_INOUT, IO_INPUT, IO_OUTPUT, MESS_CODES, OVERFLOW_BYTE, SWAP_FULL, UNDEF_BYTE, codes_of
 from .packet import PARAM_INFO, unpack
 
 # How a field's value bytes become text: the kernel's kinds.
@@ -40,17 +40,19 @@ STATUS_TEXT = {NOT_A_DIGIT: "holds a nibble that is no decimal digit (kept as he
                NO_DIGITS: "is a number with no digits (kept as hex)",
                ODD_UCS2: "ends in half a UCS-2 character (read as U+FFFD)"}
 
-# tsp00_DataType code -> kind, for types whose kind does not depend on the session's code
-_KIND_OF_TYPE = {0: FIXED, 29: FIXED, 30: FIXED, 1: FLOAT, 12: FLOAT, 15: FLOAT, 2: TEXT, 31: TEXT, 3: TEXT, 32: TEXT,
-                 23: BOOLEAN}
-_EBCDIC_TYPES = (3, 32)  # che, varchare
-_UTF8_TEXT_TYPES = (2, 31)  # cha, varchara: UTF-8 in a utf8 session
-UTF8_MESS_CODE = 22
+# tsp00_DataType -> kind, for types whose kind does not depend on the session's code; others are hex
+_KIND_OF_TYPE = {code: kind for names, kind in (("fixed smallint integer", FIXED), ("float vfloat number", FLOAT),
+                                                ("cha varchara che varchare", TEXT), ("boolean", BOOLEAN))
+                 for code in codes_of(DATA_TYPES, names)}
+_EBCDIC_TYPES = codes_of(DATA_TYPES, "che varchare")
+_UTF8_TEXT_TYPES = codes_of(DATA_TYPES, "cha varchara")  # UTF-8 in a utf8 session
+_UNICODE_TYPES = codes_of(DATA_TYPES, "unicode varcharuni")  # UCS-2 in the session's order
+_DATETIME_TYPES = codes_of(DATA_TYPES, "date time timestamp")  # UCS-2 when their defined byte says so
+EBCDIC_MESS_CODE, UTF8_MESS_CODE, UNICODE_NATIVE = codes_of(MESS_CODES, "ebcdic utf8 unicode_native")
+UNICODE_MESS_CODES = dict(zip(codes_of(MESS_CODES, "unicode_swap unicode"), (UCS2_LITTLE, UCS2_BIG)))
+UCS2_SESSIONS = tuple(UNICODE_MESS_CODES) + (UNICODE_NATIVE,)  # native: in the order of mess_swap
 LATIN_1, CP500, CP500_IF_EBCDIC_BLANK = 0, 1, 2  # a TEXT field's code page (tables of the kernel)
 EBCDIC_BLANK = 0x40
-_UNICODE_TYPES = (24, 36)  # unicode, varcharuni: UCS-2 in the session's order
-_DATETIME_TYPES = (10, 11, 13)  # date, time, timestamp: UCS-2 in a unicode session, else single bytes
-UNICODE_MESS_CODES = {19: UCS2_LITTLE, 20: UCS2_BIG}  # unicode_swap, unicode; 21 (native) follows mess_swap
 # Single-byte code pages: ascii sessions are ISO 8859-1 (MaxDB's default code page), ebcdic ones cp500.
 _CODE_POINTS = {"latin-1": np.arange(256, dtype=np.int32),
                 "cp500": np.array([ord(c) for c in codecs.decode(bytes(range(256)), "cp500")], dtype=np.int32)}
@@ -62,9 +64,9 @@ def ucs2_kind(mess_code: int, swap: int) -> int:
 
 def text_codec(mess_code: int, swap: int) -> str:
     """The Python codec of the packet's texts (command, errortext) by its mess_code."""
-    if mess_code in (19, 20, 21):
+    if mess_code in UCS2_SESSIONS:
         return "utf-16-le" if ucs2_kind(mess_code, swap) == UCS2_LITTLE else "utf-16-be"
-    return {1: "cp500", 22: "utf-8"}.get(mess_code, "latin-1")
+    return {EBCDIC_MESS_CODE: "cp500", UTF8_MESS_CODE: "utf-8"}.get(mess_code, "latin-1")
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class ParamInfo:
         """The single-byte table of a TEXT field: CP500 in EBCDIC sessions; for an EBCDIC column in
         another session, CP500 when its defined byte is the EBCDIC blank (SQLDBC sends an ASCII
         blank, the value converted); else LATIN_1."""
-        if mess_code == 1:
+        if mess_code == EBCDIC_MESS_CODE:
             return CP500
         return CP500_IF_EBCDIC_BLANK if self.data_type in _EBCDIC_TYPES else LATIN_1
 
