@@ -1,15 +1,31 @@
-"""Typed errors for bad captures.
+"""Typed errors: what went wrong, what to do about it, and where.
 
-Every error raised on bad input names where it happened: the file, the physical
-message (0-based index in that file) and a byte offset, so a user can open the
-capture and look. Which offset depends on the layer: for the dump text it is
-the byte offset in the file; for a field inside a message payload it is the
+Every error raised on bad input names where it happened, so a user can open the capture and
+look: the file, the physical message, a byte offset and, once assembly knows them, the
+attachment and the message's sequence number in it. Which offset depends on the layer: for the
+capture it is the byte offset in the file; for a field inside a message payload it is the
 offset inside that payload, with the message's own file offset alongside.
+
+Messages are numbered from 1, as dmpmqmsg numbers them (``* Index 1``) and as the messages
+view's ``index`` column does; internally (``PhysicalMessage.index``) they count from 0.
+
+An error's text stands alone, because Spark hands users only text: a Python worker's exception
+reaches the driver as the text of an ``AnalysisException`` or ``PythonException``. The first
+line is the problem, the next what to do, then one labelled line per known part of the
+location. ``unwrap`` reads that text back into the typed error, with its fields.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+import contextlib
+import difflib
+import re
+from dataclasses import dataclass, replace
+from typing import Dict, Iterator, Optional, Sequence
+
+
+def message_number(index: int) -> int:
+    """How users number a message: from 1, as dmpmqmsg's ``* Index`` lines do."""
+    return index + 1
 
 
 @dataclass(frozen=True)
@@ -17,24 +33,48 @@ class Location:
     """Where a problem was found. Any part may be unknown (None)."""
 
     source: Optional[str] = None
-    message_index: Optional[int] = None
+    message_index: Optional[int] = None  # 0-based, as PhysicalMessage.index; shown from 1
     file_offset: Optional[int] = None
     payload_offset: Optional[int] = None
+    attachment: Optional[str] = None  # the attachment key, 32 hex digits
+    sequence: Optional[int] = None  # the message's sequence number in the attachment (0: the count message)
 
     def at_payload(self, payload_offset: int) -> "Location":
-        return Location(self.source, self.message_index, self.file_offset, payload_offset)
+        return replace(self, payload_offset=payload_offset)
+
+    def within(self, attachment: Optional[str] = None, sequence: Optional[int] = None) -> "Location":
+        """The same place, with the attachment (and sequence number) it lies in, where not yet known."""
+        return replace(self, attachment=self.attachment or attachment,
+                       sequence=self.sequence if self.sequence is not None else sequence)
+
+    def lines(self) -> Dict[str, str]:
+        """Label -> value of each known part, in the order the error text shows them."""
+        shown = {}
+        if self.source is not None:
+            shown["file"] = self.source
+        if self.message_index is not None:
+            shown["message"] = str(message_number(self.message_index))
+        if self.file_offset is not None:
+            shown["file offset"] = str(self.file_offset)
+        if self.payload_offset is not None:
+            shown["payload offset"] = str(self.payload_offset)
+        if self.attachment is not None:
+            shown["attachment"] = self.attachment
+        if self.sequence is not None:
+            shown["sequence"] = str(self.sequence)
+        return shown
 
     def describe(self) -> str:
-        parts = []
-        if self.source is not None:
-            parts.append(f"file {self.source}")
-        if self.message_index is not None:
-            parts.append(f"message {self.message_index}")
-        if self.file_offset is not None:
-            parts.append(f"file byte offset {self.file_offset}")
-        if self.payload_offset is not None:
-            parts.append(f"payload byte offset {self.payload_offset}")
-        return ", ".join(parts) if parts else "unknown location"
+        """One line: "file x, message 5, file offset 120" (for problems kept in a view's column)."""
+        return ", ".join(f"{label} {value}" for label, value in self.lines().items()) or "unknown location"
+
+    @classmethod
+    def from_lines(cls, shown: Dict[str, str]) -> "Location":
+        def number(label: str) -> Optional[int]:
+            return int(shown[label]) if label in shown else None
+        message = number("message")
+        return cls(shown.get("file"), message - 1 if message is not None else None, number("file offset"),
+                   number("payload offset"), shown.get("attachment"), number("sequence"))
 
 
 class CmiError(Exception):
@@ -42,16 +82,38 @@ class CmiError(Exception):
 
 
 class CmiOptionError(CmiError, ValueError):
-    """An option given by the user is invalid or selects nothing."""
+    """An option given by the user is unknown, invalid or selects nothing."""
+
+
+class CmiEncodeError(CmiError, ValueError):
+    """Data cannot be written as CMI: a column type, a name, a length or a character the target lacks."""
 
 
 class CmiFormatError(CmiError):
     """The capture does not follow the format it claims to be in."""
 
-    def __init__(self, problem: str, location: Location = Location()):
-        self.problem = problem
+    hint = ("option('view', 'messages') lists the file's messages with any problem found in them; "
+            "leave a damaged file out of the load to read the rest")
+
+    def __init__(self, problem: str, location: Location = Location(), hint: Optional[str] = None):
+        self.problem = " ".join(str(problem).split("\n"))
         self.location = location
-        super().__init__(f"{problem} ({location.describe()})")
+        if hint is not None:
+            self.hint = hint
+        lines = [self.problem, f"  what to do: {self.hint}"]
+        lines += [f"  {label}: {value}" for label, value in location.lines().items()]
+        super().__init__("\n".join(lines))
+
+    def __reduce__(self):  # pickled across processes with its fields, not only its text
+        return type(self), (self.problem, self.location, self.hint)
+
+    def summary(self) -> str:
+        """The problem and where, on one line: what a view's ``problem`` column holds."""
+        return f"{self.problem} ({self.location.describe()})"
+
+    def within(self, attachment: Optional[str] = None, sequence: Optional[int] = None) -> "CmiFormatError":
+        """The same error placed in an attachment (a layer above the one that found it knows which)."""
+        return type(self)(self.problem, self.location.within(attachment, sequence), self.hint)
 
     @property
     def source(self) -> Optional[str]:
@@ -62,29 +124,57 @@ class CmiFormatError(CmiError):
         return self.location.message_index
 
     @property
+    def message_number(self) -> Optional[int]:
+        index = self.location.message_index
+        return message_number(index) if index is not None else None
+
+    @property
     def offset(self) -> Optional[int]:
         loc = self.location
         return loc.payload_offset if loc.payload_offset is not None else loc.file_offset
+
+    @property
+    def attachment(self) -> Optional[str]:
+        return self.location.attachment
+
+    @property
+    def sequence(self) -> Optional[int]:
+        return self.location.sequence
 
 
 class UnknownCaptureFormatError(CmiFormatError):
     """No registered capture format recognises the file (see option ``format``)."""
 
+    hint = ("name the format with option('format', ...) if the file is a capture in one of the known "
+            "formats, or leave the file out of the load")
+
 
 class DumpSyntaxError(CmiFormatError):
-    """A line of a dmpmqmsg text dump cannot be parsed (bad hex, stray attribute line...)."""
+    """A line of a text dump cannot be parsed (bad hex, stray attribute line...)."""
+
+    hint = ("the dump was damaged or edited after dmpmqmsg (or amqsbcg) wrote it: dump the queue again, "
+            "or leave the file out of the load")
 
 
 class TruncatedError(CmiFormatError):
     """A declared length or count points past the end of the data it describes."""
 
+    hint = ("the file or message is cut short (a copy that stopped early, a capture size limit): capture "
+            "it again, or leave the file out of the load")
+
 
 class AttachmentError(CmiFormatError):
     """Physical messages cannot be assembled into a CMI attachment."""
 
+    hint = ("option('view', 'attachments') shows every attachment and why it is unusable; choose another "
+            "with option('dataset', ...) or option('attachment', ...)")
+
 
 class IncompleteAttachmentError(AttachmentError):
     """An attachment misses its count message or some of its sequenced messages."""
+
+    hint = ("the missing messages may be in another capture file of the same transfer: load the files "
+            "together; option('view', 'attachments') shows which attachments are complete")
 
 
 class FileLayoutError(CmiFormatError):
@@ -94,14 +184,117 @@ class FileLayoutError(CmiFormatError):
 class DatasetLayoutError(CmiFormatError):
     """A SAS dataset attachment's definitions and observations do not agree."""
 
+    hint = ("the attachment's messages do not make one SAS data set: option('view', 'messages') with a "
+            "filter on its attachment shows them in sequence")
+
 
 class ValueConversionError(CmiFormatError):
     """A stored value cannot be represented in the column type chosen for it."""
+
+    hint = ("option('temporalTypes', 'false') reads dates and times as plain SAS numbers, which holds "
+            "every stored value")
 
 
 class UnsupportedEncodingError(CmiFormatError):
     """A CCSID or MQ Encoding this package cannot decode."""
 
+    hint = ("name the code page with option('ccsid', ...), or option('defaultCcsid', ...) for messages "
+            "that carry none")
 
-class CmiEncodeError(CmiError, ValueError):
-    """Data cannot be written as CMI: a column type, a length or a character the target lacks."""
+
+def not_one_of(what: str, given: str, choices: Sequence[str]) -> CmiOptionError:
+    """An error for a name that is none of ``choices``, suggesting the closest (matched without case)."""
+    by_lower = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(str(given).lower(), list(by_lower), n=1, cutoff=0.6)
+    suggestion = f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
+    return CmiOptionError(f"{what} {given!r} is not known{suggestion}; valid: {', '.join(choices)}")
+
+
+# -- the typed error back from the text Spark shows ------------------------------------------------
+
+_NAMED = re.compile(r"cmi_datasource\.errors\.([A-Za-z]+): ")
+_LABELLED = re.compile(r"  (what to do|file|message|file offset|payload offset|attachment|sequence): (.*)")
+_SPARK_TAIL = re.compile(r"\s*SQLSTATE: \w+\s*$")
+
+
+def _error_classes() -> Dict[str, type]:
+    """Every CmiError subclass defined (transports add their own), by class name."""
+    found: Dict[str, type] = {}
+    pending = [CmiError]
+    while pending:
+        cls = pending.pop()
+        found.setdefault(cls.__name__, cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def unwrap(exc: BaseException) -> Optional[CmiError]:
+    """The typed error inside a Spark exception, with its fields; None when there is none.
+
+    Spark reports a failure in a Python worker as an ``AnalysisException`` (planning) or a
+    ``PythonException`` (a task) whose text holds the worker's exception::
+
+        try:
+            df = spark.read.format("cmi").load(path)
+        except Exception as e:
+            error = cmi_datasource.errors.unwrap(e)
+            if isinstance(error, cmi_datasource.errors.TruncatedError):
+                print(error.source, error.message_number, error.offset)
+
+    Works with classic and Spark Connect sessions (only the text crosses); an exception that
+    already is a ``CmiError`` is returned as it is.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, CmiError):
+            return exc
+        typed = unwrap_text(str(exc))
+        if typed is not None:
+            return typed
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def unwrap_text(text: str) -> Optional[CmiError]:
+    """The typed error a worker's exception text names (see ``unwrap``), or None."""
+    named = _NAMED.search(text)
+    if named is None:
+        return None
+    cls = _error_classes().get(named.group(1))
+    if cls is None:
+        return None
+    body = text[named.end():].split("\n")
+    first = _SPARK_TAIL.sub("", body[0])
+    shown: Dict[str, str] = {}
+    for line in body[1:]:
+        labelled = _LABELLED.fullmatch(_SPARK_TAIL.sub("", line.rstrip("\r")))
+        if labelled is None:
+            break
+        shown[labelled.group(1)] = labelled.group(2)
+    if issubclass(cls, CmiFormatError):
+        try:
+            location = Location.from_lines(shown)
+        except ValueError:
+            location = Location()
+        return cls(first, location, shown.get("what to do"))
+    return cls(first)
+
+
+@contextlib.contextmanager
+def typed_errors() -> Iterator[None]:
+    """Within the block, a Spark exception that carries a ``CmiError`` is raised as that error
+    (the Spark exception as its cause)::
+
+        with cmi_datasource.errors.typed_errors():
+            spark.read.format("cmi").load(path).count()
+    """
+    try:
+        yield
+    except CmiError:
+        raise
+    except Exception as e:
+        typed = unwrap(e)
+        if typed is None:
+            raise
+        raise typed from e

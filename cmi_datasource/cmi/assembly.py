@@ -198,7 +198,7 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                                   message_code_page(hm, charsets), hm.location())
         except CmiFormatError as e:
             # One unreadable header must not hide the rest of the capture: it is listed instead.
-            broken_headers.append(BrokenHeader(hm, str(e)))
+            broken_headers.append(BrokenHeader(hm, e.summary()))
             continue
         app_group = by_correl.get(header.message_correl_id, [])
         for m in app_group:

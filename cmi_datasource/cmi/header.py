@@ -86,7 +86,8 @@ def parse_header(payload: bytes, order: str, codepage: CodePage, location: Locat
         try:
             return _parse_with(payload, WireFormat(order, long_size, terminated), codepage, location)
         except (CmiFormatError, UnicodeDecodeError) as e:
-            failures.append(f"long={long_size} terminated={terminated}: {e}")
+            why = e.problem if isinstance(e, CmiFormatError) else str(e)
+            failures.append(f"long={long_size} terminated={terminated}: {why}")
     raise AttachmentError("attachment header matches no CMI layout (" + "; ".join(failures) + ")",
                           location)
 

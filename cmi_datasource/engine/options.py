@@ -1,5 +1,9 @@
 """Read and write options: parsed once from the strings Spark (or a caller) hands over, and
-validated with messages that name the option."""
+validated with messages that name the option.
+
+The tables ``READ_OPTIONS`` and ``WRITE_OPTIONS`` are the one list of what each side accepts:
+a name in neither (nor a ``<transport>.<name>`` option the transport declares) is an error that
+lists the valid names and suggests the closest, so a misspelled option is never ignored."""
 from __future__ import annotations
 
 import json
@@ -12,7 +16,7 @@ from typing import Mapping, Optional, Tuple
 from ..charsets import CCSID_CODECS, CharsetPolicy
 from ..encoding import ENCODING_BIG_ENDIAN, ENCODING_LITTLE_ENDIAN, ENCODING_ZOS
 from .. import transports
-from ..errors import CmiOptionError
+from ..errors import CmiOptionError, not_one_of
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES
 from .write import WriteOptions
@@ -20,6 +24,40 @@ from .write import WriteOptions
 # Room for a header with a few attachments and any one variable definition.
 MIN_MESSAGE_BYTES = 512
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20
+
+
+# Spark's own keys: load(path) arrives as "path", load([a, b]) as "paths" (JSON).
+_SPARK_KEYS = ("path", "paths")
+READ_OPTIONS = ("format", "view", "dataset", "attachment", "ccsid", "defaultCcsid", "temporalTypes",
+                "batchRows", "maxPartitionBytes", "minPartitions")
+WRITE_OPTIONS = ("dataset", "encoding", "ccsid", "longSize", "maxMessageBytes", "message", "description",
+                 "label", "truncate", "attachmentPerPartition", "deterministic", "kind", "lrecl", "transport",
+                 "validVarName", "lossyNumbers")
+VALID_VAR_NAMES = ("v7", "upcase", "any")  # SAS's VALIDVARNAME values this writer follows
+
+
+def check_option_names(given: Mapping[str, str], own: Tuple[str, ...], side: str) -> None:
+    """Every option in ``given`` is one of ``own`` or a "<transport>.<name>" option that transport
+    declares (names without regard to case), and a transport option's value suits it."""
+    known = {name.lower() for name in own + _SPARK_KEYS}
+    writing = side == "write"
+    for key, value in given.items():
+        lowered = str(key).lower()
+        if "." in lowered:
+            transport = transports.transport_of_option(lowered)
+            declared = tuple(transport.write_options if writing else transport.read_options)
+            if lowered not in {name.lower() for name in declared}:
+                raise not_one_of(f"{side} option", key, declared or own)
+            transport.check_option(lowered, str(value), writing)
+        elif lowered not in known:
+            raise not_one_of(f"{side} option", key, own)
+
+
+def _choice(options: Mapping[str, str], key: str, default: str, choices: Tuple[str, ...]) -> str:
+    value = str(options.get(key, default)).strip().lower()
+    if value not in choices:
+        raise not_one_of(f"option {key}: value", options.get(key), choices)
+    return value
 
 
 def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -72,6 +110,7 @@ class ReadOptions:
     def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
         # Spark hands options over lower-cased.
         options = {str(k).lower(): v for k, v in options.items()}
+        check_option_names(options, READ_OPTIONS, "read")
         paths: Tuple[str, ...] = ()
         if options.get("paths"):
             paths = tuple(json.loads(options["paths"]))
@@ -81,6 +120,11 @@ class ReadOptions:
             raise CmiOptionError("no path given: spark.read.format('cmi').load('<dump file, directory or glob>')")
         view = str(options.get("view", "dataset")).strip().lower()
         capture_format = options.get("format")
+        if capture_format is not None:
+            capture_format = transports.capture_format(capture_format.strip().lower()).name
+        dataset = options.get("dataset")
+        if dataset is not None and (dataset.count(".") > 1 or not all(p.strip() for p in dataset.split("."))):
+            raise CmiOptionError(f"option dataset must be LIB.MEMBER or MEMBER, not {dataset!r}")
         attachment = options.get("attachment")
         if attachment is not None:
             attachment = attachment.strip().upper()
@@ -88,8 +132,8 @@ class ReadOptions:
                 raise CmiOptionError(f"option attachment must be 32 hex digits (the attachment key), "
                                      f"not {options.get('attachment')!r}")
         default_ccsid = _ccsid(options, "defaultccsid") or 1208
-        return cls(paths=paths, view=view, format=capture_format.strip().lower() if capture_format else None,
-                   dataset=options.get("dataset"), attachment=attachment,
+        return cls(paths=paths, view=view, format=capture_format,
+                   dataset=dataset, attachment=attachment,
                    charsets=CharsetPolicy(default_ccsid, _ccsid(options, "ccsid")),
                    temporal=_bool(options, "temporaltypes", True),
                    batch_rows=_int(options, "batchrows", DEFAULT_BATCH_ROWS),
@@ -116,6 +160,8 @@ class SaveOptions:
     write_format: str = "dmpmqmsg"  # the capture format of the transport chosen (option transport)
     transport: str = "mq"
     transport_options: Tuple[Tuple[str, str], ...] = ()  # "<transport>.<name>" options, e.g. mqtt.broker
+    valid_var_name: str = "v7"  # VALID_VAR_NAMES: which column names are SAS variable names
+    lossy_numbers: bool = False  # write decimals and longs a double cannot hold exactly, rounded
 
     @property
     def dataset_name(self) -> str:
@@ -124,12 +170,14 @@ class SaveOptions:
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SaveOptions":
         options = {str(k).lower(): v for k, v in options.items()}
+        check_option_names(options, WRITE_OPTIONS, "write")
         directory = options.get("path")
         transport = str(options.get("transport", "mq")).strip().lower()
         transport_options = tuple(sorted((k, str(v)) for k, v in options.items() if "." in k))
         for key, _ in transport_options:
             if key.split(".", 1)[0] != transport:
                 raise CmiOptionError(f"option {key} goes with option('transport', '{key.split('.', 1)[0]}')")
+        write_format = transports.write_format(transport).name
         if not directory and transports.write_format(transport).transport.sends_live(dict(transport_options)):
             # Sent live, nothing is written; the tasks' spills still need a place the commit can read.
             directory = os.path.join(tempfile.gettempdir(), "cmi-datasource-send")
@@ -137,10 +185,7 @@ class SaveOptions:
             raise CmiOptionError("no destination: df.write.format('cmi').mode('append').save('<directory>')")
         directory = directory[len("file:"):] if directory.startswith("file:") else directory
         library, member = _dataset_name(options.get("dataset", "WORK.DATA"))
-        kind = str(options.get("kind", "dataset")).strip().lower()
-        if kind not in WRITE_KINDS:
-            raise CmiOptionError(f"option kind must be one of {', '.join(WRITE_KINDS)}, not {kind!r}")
-        write_format = transports.write_format(transport).name
+        kind = _choice(options, "kind", "dataset", WRITE_KINDS)
         # TIB/RV sends numbers as big-endian IEEE doubles (seed 001): its records are written so.
         big_endian_only = transport == "tibrv"
         encoding = _int(options, "encoding", ENCODING_BIG_ENDIAN if big_endian_only else ENCODING_LITTLE_ENDIAN)
@@ -166,7 +211,9 @@ class SaveOptions:
                    description=options.get("description", ""), label=options.get("label", ""),
                    attachment_per_partition=_bool(options, "attachmentperpartition", False),
                    lrecl=_int(options, "lrecl", None), write_format=write_format, transport=transport,
-                   transport_options=transport_options)
+                   transport_options=transport_options,
+                   valid_var_name=_choice(options, "validvarname", "v7", VALID_VAR_NAMES),
+                   lossy_numbers=_bool(options, "lossynumbers", False))
 
 
 def _dataset_name(text: str) -> Tuple[str, str]:

@@ -91,7 +91,7 @@ def attachments_table(capture: "Capture") -> pa.Table:
                 observations, variables = layout.observations, len(layout.variables)
                 label = layout.definition.label
             except CmiFormatError as e:
-                problem = str(e)
+                problem = e.summary()
         rows.append({
             "attachment": a.key_hex, "kind": a.entry.kind, "name": a.entry.name,
             "description": a.entry.description, "complete": a.complete, "expected_messages": a.expected,

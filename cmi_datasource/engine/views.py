@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import pyarrow as pa
 
 from .. import transports
-from ..errors import CmiOptionError
+from ..errors import not_one_of
 from ..transports import FileView
 from ..payload.sas_dataset import arrow_schema
 from .capture import Capture, open_cached
@@ -94,5 +94,5 @@ def view(name: str) -> View:
     added = transports.file_view(name)
     if added is None:
         names = list(VIEWS) + [v.name for t in transports.transports() for v in t.views]
-        raise CmiOptionError(f"option view must be one of {', '.join(names)}, not {name!r}")
+        raise not_one_of("option view: view", name, names)
     return _file_view(added)

@@ -14,7 +14,7 @@ import importlib
 from typing import Dict, List, Optional
 
 from ..containers import decompressing, open_capture
-from ..errors import CmiOptionError, Location, UnknownCaptureFormatError
+from ..errors import CmiOptionError, Location, UnknownCaptureFormatError, not_one_of
 from .base import CaptureFormat, FileView, SpanPayloads, Transport
 
 # One line per transport package shipped with cmi-datasource (each exposes TRANSPORT): its formats.
@@ -121,7 +121,7 @@ def capture_format(name: str) -> CaptureFormat:
         _load_entry_points()
     found = _FORMATS.get(name)
     if found is None:
-        raise CmiOptionError(f"option format must be one of {', '.join(_FORMATS)}, not {name!r}")
+        raise not_one_of("option format: capture format", name, list(_FORMATS))
     return found
 
 
@@ -133,8 +133,20 @@ def write_format(transport: str) -> CaptureFormat:
     found = _TRANSPORTS.get(transport)
     writable = [t.name for t in _TRANSPORTS.values() if t.write_format]
     if found is None or not found.write_format:
-        raise CmiOptionError(f"option transport must be one of {', '.join(writable)}, not {transport!r}")
+        raise not_one_of("option transport: transport", transport, writable)
     return capture_format(found.write_format)
+
+
+def transport_of_option(key: str) -> Transport:
+    """The transport a "<transport>.<name>" option belongs to (``sapdb.port``: SAP DB's)."""
+    prefix = key.split(".", 1)[0].lower()
+    _load_builtin()
+    if prefix not in _TRANSPORTS:
+        _load_entry_points()
+    found = _TRANSPORTS.get(prefix)
+    if found is None:
+        raise not_one_of(f"option {key}: transport", prefix, [t.name for t in transports()])
+    return found
 
 
 def _sniffed(head: bytes) -> Optional[CaptureFormat]:

@@ -96,6 +96,16 @@ class Transport:
     write_format: str = ""  # the format df.write.option("transport", name) writes; "" for none
     message_columns: Sequence[pa.Field] = ()  # its own columns of the messages view
     views: Sequence[FileView] = ()  # views of its own, beside the engine's (option view)
+    write_options: Sequence[str] = ()  # its "<transport>.<name>" write options, as documented
+
+    @property
+    def read_options(self) -> Tuple[str, ...]:
+        """Its "<transport>.<name>" read options: those its views read."""
+        return tuple(name for view in self.views for name in view.options)
+
+    def check_option(self, key: str, value: str, writing: bool) -> None:
+        """CmiOptionError when ``value`` does not suit the option ``key`` (lower-cased), before any
+        work starts; by default every value is accepted."""
 
     def logical_messages(self, messages: Sequence[PhysicalMessage]
                          ) -> Tuple[List[PhysicalMessage], List[UnjoinedMessage]]:

@@ -61,7 +61,7 @@ def test_header_attachment_count_larger_than_the_header():
     cap = capture(patched(pairs, 0, bytes(header)))
     [row] = cap.attachments_table().to_pylist()
     assert row["kind"] == "header" and row["complete"] is False
-    assert "no CMI layout" in row["problem"] and "message 0" in row["problem"]
+    assert "no CMI layout" in row["problem"] and "message 1," in row["problem"]
     with pytest.raises(CmiOptionError, match="1 unreadable headers"):
         cap.dataset_table()
 

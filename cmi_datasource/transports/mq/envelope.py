@@ -181,7 +181,7 @@ def unwrap(message: PhysicalMessage) -> PhysicalMessage:
             else:
                 break
     except (CmiFormatError, UnicodeDecodeError) as e:
-        problem = str(e) if isinstance(e, CmiFormatError) else f"a header's Format is not valid {e.encoding}"
+        problem = e.summary() if isinstance(e, CmiFormatError) else f"a header's Format is not valid {e.encoding}"
         return dataclasses.replace(message, details=MqDetails(outer, Envelope(outer, tuple(headers),
                                                                               problem=problem)))
     if not headers:

@@ -21,9 +21,24 @@ from . import packets
 from .packets import CONNECT
 from ..tcp import is_pcap
 from .pcap import PcapCache
-from .publish import publish, write_stream
+from .publish import parse_broker, publish, write_stream
 from .streams import MqttDetails, publish_message, stream_messages
 
+
+BROKER_OPTION = "mqtt.broker"
+TIMEOUT_OPTION = "mqtt.timeout"
+
+
+def publish_timeout(options: Dict[str, str]) -> float:
+    """Option mqtt.timeout: seconds to wait for the broker (default 30)."""
+    raw = options.get(TIMEOUT_OPTION, "30")
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise CmiOptionError(f"option {TIMEOUT_OPTION} must be a number of seconds above 0, not {raw!r}")
+    return seconds
 
 
 class MqttStreamFormat(CaptureFormat):
@@ -80,16 +95,20 @@ class MqttTransport(Transport):
     formats = (MqttStreamFormat(), PcapFormat())
     write_format = "mqtt"  # a file: a raw stream; option mqtt.broker publishes to a live broker instead
 
+    write_options = (BROKER_OPTION, "mqtt.topic", "mqtt.clientId", TIMEOUT_OPTION)
+
+    def check_option(self, key: str, value: str, writing: bool) -> None:
+        if key == BROKER_OPTION:
+            parse_broker(value)
+        elif key == TIMEOUT_OPTION:
+            publish_timeout({key: value})
+
     def sends_live(self, options: Dict[str, str]) -> bool:
-        return "mqtt.broker" in options
+        return BROKER_OPTION in options
 
     def send(self, messages: Iterable[OutgoingMessage], options: Dict[str, str]) -> int:
-        unknown = set(options) - {"mqtt.broker", "mqtt.topic", "mqtt.clientid", "mqtt.timeout"}
-        if unknown:
-            raise CmiOptionError(f"unknown MQTT options {sorted(unknown)}; known: mqtt.broker, mqtt.topic, "
-                                 f"mqtt.clientId, mqtt.timeout")
-        return publish(messages, options["mqtt.broker"], options.get("mqtt.topic", "sas/cmi"),
-                       options.get("mqtt.clientid", ""), float(options.get("mqtt.timeout", "30")))
+        return publish(messages, options[BROKER_OPTION], options.get("mqtt.topic", "sas/cmi"),
+                       options.get("mqtt.clientid", ""), publish_timeout(options))
     message_columns = (
         pa.field("mqtt_type", pa.string()), pa.field("client_id", pa.string()), pa.field("topic", pa.string()),
         pa.field("qos", pa.int32()), pa.field("dup", pa.bool_()), pa.field("retain", pa.bool_()),

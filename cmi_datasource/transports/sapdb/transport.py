@@ -18,7 +18,7 @@ from ..base import CaptureFormat, FileView, Transport
 from .codes import MESS_TYPES, RTE_CLASSES, name_of
 from .packet import read_packet
 from .rte import RTE_HEADER, looks_like_rte, read_rte_packets
-from .table import PORT_OPTION, RTE_STREAM_FORMAT, SQL_PARTS_SCHEMA, sql_parts_table
+from .table import PORT_OPTION, RTE_STREAM_FORMAT, SQL_PARTS_SCHEMA, sapdb_ports, sql_parts_table
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,10 @@ class SapDbTransport(Transport):
     message_columns = (pa.field("direction", pa.string()), pa.field("rte_class", pa.string()),
                        pa.field("sql", pa.string()))
     views = (FileView("sapdb", SQL_PARTS_SCHEMA, sql_parts_table, (PORT_OPTION,)),)
+
+    def check_option(self, key: str, value: str, writing: bool) -> None:
+        if key == PORT_OPTION:
+            sapdb_ports({key: value})
 
     def message_row(self, message: PhysicalMessage) -> Dict[str, Any]:
         d = message.details
