@@ -8,8 +8,10 @@ Grouping is by CorrelId only, never by message order:
 * count message: key + 8 zero bytes, payload one ``int`` N;
 * sequenced message k (1..N): key + k as 4 bytes (big-endian; little-endian accepted) + 4 zero bytes.
 
-Exact duplicates (same CorrelId, same payload) are dropped; conflicting duplicates make the
-attachment unusable and are reported on it.
+Exact duplicates (same CorrelId, same payload) are dropped, never silently: ``Assembly.duplicates``
+names the message each dropped copy repeats, and each attachment counts the copies of its own
+messages (``Attachment.duplicate_messages``). Conflicting duplicates (same CorrelId, different
+payloads) make the attachment unusable and are reported on it.
 """
 from __future__ import annotations
 
@@ -52,6 +54,9 @@ class Attachment:
     expected: Optional[int] = None
     sequenced: Dict[int, PhysicalMessage] = field(default_factory=dict)
     problems: List[str] = field(default_factory=list)
+    # Identical copies dropped of its header, application, count and sequenced messages (a copy
+    # of a header listing several attachments counts for each of them).
+    duplicate_messages: int = 0
 
     @property
     def key(self) -> bytes:
@@ -97,16 +102,27 @@ class BrokenHeader:
 
     message: PhysicalMessage
     problem: str
+    duplicate_messages: int = 0  # identical copies of it that were dropped
+
+
+MessageId = Tuple[str, int]  # (source, 0-based index) of a physical message
 
 
 @dataclass
 class Assembly:
     attachments: List[Attachment]
-    roles: Dict[Tuple[str, int], Tuple[str, Optional[bytes], Optional[int]]]  # (source, index) -> role
+    roles: Dict[MessageId, Tuple[str, Optional[bytes], Optional[int]]]  # (source, index) -> role
     broken_headers: List[BrokenHeader] = field(default_factory=list)
+    # Each dropped identical copy -> the kept message it repeats, by physical message; only actual
+    # copies are held, so a capture of millions of distinct messages keeps this empty.
+    duplicates: Dict[MessageId, MessageId] = field(default_factory=dict)
 
     def role_of(self, message: PhysicalMessage) -> Tuple[str, Optional[bytes], Optional[int]]:
         return self.roles.get((message.source, message.index), (ROLE_OTHER, None, None))
+
+    def duplicate_of(self, message: PhysicalMessage) -> Optional[MessageId]:
+        """The kept message this physical message is a dropped identical copy of, or None."""
+        return self.duplicates.get((message.source, message.index))
 
 
 def _assign(roles: Dict, message: PhysicalMessage, role: Tuple[str, Optional[bytes], Optional[int]]) -> None:
@@ -115,14 +131,38 @@ def _assign(roles: Dict, message: PhysicalMessage, role: Tuple[str, Optional[byt
         roles[(source, index)] = role
 
 
-def _dedupe(messages: Iterable[PhysicalMessage]) -> Dict[bytes, List[PhysicalMessage]]:
-    """CorrelId -> distinct payloads (first occurrence of each)."""
+def _dedupe(messages: Iterable[PhysicalMessage], dropped: List[Tuple[PhysicalMessage, PhysicalMessage]]
+            ) -> Dict[bytes, List[PhysicalMessage]]:
+    """CorrelId -> distinct payloads (first occurrence of each). Each identical copy is added to
+    ``dropped`` as (copy, the kept message it repeats)."""
     by_correl: Dict[bytes, List[PhysicalMessage]] = defaultdict(list)
     for m in messages:
-        group = by_correl[m.descriptor.correl_id]
-        if not any(other.content_key == m.content_key for other in group):
+        group = by_correl[m.descriptor.correl_id]  # one payload, unless duplicates conflict
+        kept = next((other for other in group if other.content_key == m.content_key), None)
+        if kept is None:
             group.append(m)
+        else:
+            dropped.append((m, kept))
     return by_correl
+
+
+def _record_duplicates(dropped: Sequence[Tuple[PhysicalMessage, PhysicalMessage]],
+                       roles: Dict[MessageId, Tuple[str, Optional[bytes], Optional[int]]]
+                       ) -> Dict[MessageId, MessageId]:
+    """Each dropped copy's physical messages -> those of the message it repeats, and the role of
+    that message given to them. A copy joined from as many pieces as the kept message pairs
+    piece with piece; otherwise each of its pieces names the kept message's first piece."""
+    duplicates: Dict[MessageId, MessageId] = {}
+    for copy, kept in dropped:
+        copy_spans, kept_spans = copy.spans, kept.spans
+        if len(copy_spans) != len(kept_spans):
+            kept_spans = kept_spans[:1] * len(copy_spans)
+        for (source, index, _, _), (kept_source, kept_index, _, _) in zip(copy_spans, kept_spans):
+            duplicates[(source, index)] = (kept_source, kept_index)
+        role = roles.get((kept.source, kept.index))
+        if role is not None:
+            _assign(roles, copy, role)
+    return duplicates
 
 
 def _choose_sequence_order(candidates: List[Tuple[bytes, PhysicalMessage]],
@@ -173,17 +213,21 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
         elif m.descriptor.msg_type == MSGTYPE_CMI_SUBORDINATE:
             subordinates.append(m)
 
-    by_correl = _dedupe(subordinates)
+    dropped: List[Tuple[PhysicalMessage, PhysicalMessage]] = []
+    by_correl = _dedupe(subordinates, dropped)
     by_key: Dict[bytes, List[Tuple[bytes, PhysicalMessage]]] = defaultdict(list)
     for correl, group in by_correl.items():
         if is_sequenced(correl):
             by_key[correl[KEY]].extend((correl, m) for m in group)
 
-    roles: Dict[Tuple[str, int], Tuple[str, Optional[bytes], Optional[int]]] = {}
+    roles: Dict[MessageId, Tuple[str, Optional[bytes], Optional[int]]] = {}
     attachments: List[Attachment] = []
     broken_headers: List[BrokenHeader] = []
     seen_keys: Dict[bytes, PhysicalMessage] = {}
-    header_groups = _dedupe(headers)
+    header_groups = _dedupe(headers, dropped)
+    copies: Dict[int, int] = {}  # id() of a kept message (alive in the groups) -> its dropped copies
+    for _, kept in dropped:
+        copies[id(kept)] = copies.get(id(kept), 0) + 1
     for correl, group in header_groups.items():
         if len(group) > 1:
             raise AttachmentError(f"{len(group)} different header messages share CorrelId "
@@ -191,14 +235,14 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
         hm = group[0]
         _assign(roles, hm, (ROLE_HEADER, None, None))
         if hm.problem:
-            broken_headers.append(BrokenHeader(hm, f"the header message: {hm.problem}"))
+            broken_headers.append(BrokenHeader(hm, f"the header message: {hm.problem}", copies.get(id(hm), 0)))
             continue
         try:
             header = parse_header(hm.payload, integer_order(hm.descriptor.encoding),
                                   message_code_page(hm, charsets), hm.location())
         except CmiFormatError as e:
             # One unreadable header must not hide the rest of the capture: it is listed instead.
-            broken_headers.append(BrokenHeader(hm, e.summary()))
+            broken_headers.append(BrokenHeader(hm, e.summary(), copies.get(id(hm), 0)))
             continue
         app_group = by_correl.get(header.message_correl_id, [])
         for m in app_group:
@@ -237,12 +281,8 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                 if lost.correl_id[KEY] == entry.key:
                     att.problems.append(_unjoined_problem(lost, entry.key))
             att.problems.extend(f"{what}: {m.problem}" for what, m in _members(att) if m.problem)
+            if copies:  # every message of its groups, conflicting ones too (``sequenced`` keeps one)
+                att.duplicate_messages = sum(copies.get(id(m), 0) for m in itertools.chain(
+                    (hm,), app_group, count_group, (m for _, m in candidates)))
             attachments.append(att)
-    # Duplicates that were dropped take the role of the message they repeat.
-    for m, groups in [(m, by_correl) for m in subordinates] + [(m, header_groups) for m in headers]:
-        if (m.source, m.index) not in roles:
-            for other in groups.get(m.descriptor.correl_id, []):
-                if other.content_key == m.content_key and (other.source, other.index) in roles:
-                    _assign(roles, m, roles[(other.source, other.index)])
-                    break
-    return Assembly(attachments, roles, broken_headers)
+    return Assembly(attachments, roles, broken_headers, _record_duplicates(dropped, roles))

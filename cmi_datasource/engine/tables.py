@@ -10,7 +10,7 @@ import pyarrow as pa
 from ..cmi.assembly import ROLE_OTHER, message_code_page
 from ..cmi.correl import KEY
 from ..cmi.header import ATTACHMENT_DATASET
-from ..errors import CmiFormatError
+from ..errors import CmiFormatError, message_number
 from ..messages import PhysicalMessage
 from ..payload.external_file import read_external_file
 from ..payload.sas_dataset import arrow_schema, record_type_of
@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 ATTACHMENTS_SCHEMA = pa.schema([
     ("attachment", pa.string()), ("kind", pa.string()), ("name", pa.string()),
     ("description", pa.string()), ("complete", pa.bool_()), ("expected_messages", pa.int64()),
-    ("found_messages", pa.int64()), ("observations", pa.int64()), ("variables", pa.int64()),
-    ("label", pa.string()), ("message", pa.binary()), ("message_values", pa.list_(pa.string())),
-    ("problem", pa.string()), ("source", pa.string()),
+    ("found_messages", pa.int64()), ("duplicate_messages", pa.int64()), ("observations", pa.int64()),
+    ("variables", pa.int64()), ("label", pa.string()), ("message", pa.binary()),
+    ("message_values", pa.list_(pa.string())), ("problem", pa.string()), ("source", pa.string()),
 ])
 VARIABLES_SCHEMA = pa.schema([
     ("dataset", pa.string()), ("attachment", pa.string()), ("position", pa.int32()), ("name", pa.string()),
@@ -37,6 +37,8 @@ FILES_SCHEMA = pa.schema([
     ("attachment", pa.string()), ("name", pa.string()), ("kind", pa.string()), ("lrecl", pa.int64()),
     ("size", pa.int64()), ("content", pa.binary()), ("text", pa.string()),
 ])
+# A message another one repeats, numbered as users number messages (from 1).
+MESSAGE_REF = pa.struct([pa.field("source", pa.string()), pa.field("index", pa.int64())])
 # The messages view: these columns for every transport, each transport's own between them.
 _MESSAGES_FIRST = [
     pa.field("source", pa.string()), pa.field("index", pa.int64()), pa.field("offset", pa.int64()),
@@ -46,6 +48,9 @@ _MESSAGES_FIRST = [
 _MESSAGES_LAST = [
     pa.field("role", pa.string()), pa.field("attachment", pa.string()), pa.field("sequence", pa.int64()),
     pa.field("record_type", pa.int32()), pa.field("length", pa.int64()), pa.field("in_attachment", pa.bool_()),
+    # The message this one repeats: an identical copy CMI assembly dropped, or a transport's own
+    # redelivery (MQTT DUP), which the transport's row fills in.
+    pa.field("duplicate_of", MESSAGE_REF),
     pa.field("problem", pa.string()), pa.field("payload", pa.binary()),
 ]
 
@@ -95,7 +100,8 @@ def attachments_table(capture: "Capture") -> pa.Table:
         rows.append({
             "attachment": a.key_hex, "kind": a.entry.kind, "name": a.entry.name,
             "description": a.entry.description, "complete": a.complete, "expected_messages": a.expected,
-            "found_messages": len(a.sequenced), "observations": observations, "variables": variables,
+            "found_messages": len(a.sequenced), "duplicate_messages": a.duplicate_messages,
+            "observations": observations, "variables": variables,
             "label": label, "message": capture.full(a.application).payload if a.application else None,
             "message_values": _message_values(capture, a.application),
             "problem": problem, "source": a.header_message.source,
@@ -103,8 +109,9 @@ def attachments_table(capture: "Capture") -> pa.Table:
     for broken in capture.assembly.broken_headers:
         rows.append({"attachment": _hex(broken.message.descriptor.correl_id[KEY]), "kind": "header",
                      "name": "", "description": "", "complete": False, "expected_messages": None,
-                     "found_messages": 0, "observations": None, "variables": None, "label": None,
-                     "message": None, "problem": broken.problem, "source": broken.message.source})
+                     "found_messages": 0, "duplicate_messages": broken.duplicate_messages,
+                     "observations": None, "variables": None, "label": None, "message": None,
+                     "problem": broken.problem, "source": broken.message.source})
     return pa.Table.from_pylist(rows, schema=ATTACHMENTS_SCHEMA)
 
 
@@ -195,6 +202,11 @@ def _payloads(capture: "Capture", messages: Sequence[PhysicalMessage]) -> List[b
     return [again[(m.source, m.index)] if m.is_partial else m.payload for m in messages]
 
 
+def _message_ref(source: str, index: int) -> Dict[str, object]:
+    """The ``duplicate_of`` value naming a message (``index`` 0-based, as PhysicalMessage.index)."""
+    return {"source": source, "index": message_number(index)}
+
+
 def _message_row(capture: "Capture", m: PhysicalMessage, payload: bytes, dataset_keys) -> Dict[str, object]:
     transport = capture.transport_of(m)
     role, key, sequence = capture.assembly.roles.get((m.source, m.index), (ROLE_OTHER, None, None))
@@ -202,10 +214,12 @@ def _message_row(capture: "Capture", m: PhysicalMessage, payload: bytes, dataset
     whole = transport is None or not transport.is_piece(m)  # a piece's bytes start mid-message
     if key in dataset_keys and sequence and m.length >= 4 and whole:
         record_type = record_type_of(m)
-    row = {"source": m.source, "index": m.index, "offset": m.file_offset,
+    repeated = capture.assembly.duplicate_of(m)
+    row = {"source": m.source, "index": message_number(m.index), "offset": m.file_offset,
            "transport": transport.name if transport else None, "role": role,
            "attachment": _hex(key), "sequence": sequence, "record_type": record_type,
-           "length": m.captured_length, "in_attachment": role != ROLE_OTHER, "problem": m.problem,
+           "length": m.captured_length, "in_attachment": role != ROLE_OTHER,
+           "duplicate_of": _message_ref(*repeated) if repeated else None, "problem": m.problem,
            "payload": payload}
     d = m.descriptor
     if d is not None:

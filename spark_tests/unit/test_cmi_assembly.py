@@ -484,7 +484,7 @@ def test_messages_table_roles(tmp_path):
     rows = table.to_pylist()
     assert table.schema.names[:3] == ["source", "index", "offset"]
     assert len(rows) == len(raw) + 3
-    assert [r["index"] for r in rows] == list(range(len(rows)))
+    assert [r["index"] for r in rows] == list(range(1, len(rows) + 1))  # numbered as dmpmqmsg's * Index
     assert [r["offset"] for r in rows] == [m.file_offset for m in cap.messages]
     summary = [(r["role"], r["attachment"], r["sequence"], r["record_type"]) for r in rows]
     ds, fk = ds_key.hex().upper(), file_key.hex().upper()
@@ -508,6 +508,9 @@ def test_messages_table_roles(tmp_path):
     assert rows[3]["correl_id"] == ds + "00000001" + "00000000"
     assert all(r["source"] == str(path) for r in rows)
     assert [r["length"] for r in rows[1:-2]] == [len(p) for _, p in raw]
+    # The copy names the message it repeats (raw[2], the file's 4th message after the stray one).
+    assert rows[-1]["duplicate_of"] == {"source": str(path), "index": 4}
+    assert [r["duplicate_of"] for r in rows[:-1]] == [None] * (len(rows) - 1)
 
 
 def test_duplicate_header_takes_the_header_role():

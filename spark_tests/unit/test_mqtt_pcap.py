@@ -44,7 +44,12 @@ def test_a_pcap_of_an_mqtt5_connection_reads_the_dataset(tmp_path):
     assert rows[0]["connection"] == "10.0.0.2:50123 -> 10.0.0.1:1883" and rows[0]["frame"] == 3
     assert rows[1]["mqtt_type"] == "CONNACK" and rows[1]["direction"] == "from broker"
     [dup] = [r for r in rows if r["dup"]]
-    assert dup["duplicate_of"] is not None and rows[dup["duplicate_of"]]["packet_id"] == 3
+    ref = dup["duplicate_of"]
+    [repeated] = [r for r in rows if r["source"] == ref["source"] and r["index"] == ref["index"]]
+    assert ref["source"] == path and repeated["index"] < dup["index"]  # numbered from 1, as index is
+    assert repeated["packet_id"] == 3 and not repeated["dup"] and repeated["mqtt_type"] == "PUBLISH"
+    assert [r["index"] for r in rows] == list(range(1, len(rows) + 1))
+    assert all(r["duplicate_of"] is None for r in rows if r is not dup)
     assert dup["role"] == "other" and dup["msg_type"] is None  # no CMI message: the exchange was open
     assert [r["offset"] for r in rows] == sorted(r["offset"] for r in rows)  # frame offsets in the file
     [att] = capture.attachments

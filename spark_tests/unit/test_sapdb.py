@@ -45,7 +45,7 @@ def test_seed_example_1_a_dbs_command_and_its_error(tmp_path):
     path = stream_file(tmp_path, rte(REQUEST, EXAMPLE_1_REQUEST), rte(REPLY, EXAMPLE_1_REPLY))
     assert transports.detect_format(path).name == "sapdb"
     request, reply = rows_of(path)
-    assert request["packet"] == 0 and request["direction"] == "request" and request["offset"] == 0
+    assert request["packet"] == 1 and request["direction"] == "request" and request["offset"] == 0
     assert (request["mess_code"], request["swap"], request["appl_version"], request["application"]) == (
         "ascii", "full_swapped", "70205", "XCI")
     assert (request["segment"], request["segment_kind"], request["mess_type"], request["sqlmode"],
@@ -53,7 +53,7 @@ def test_seed_example_1_a_dbs_command_and_its_error(tmp_path):
     assert (request["part"], request["part_kind"], request["arg_count"]) == (1, "command", 1)
     assert request["text"] == EXAMPLE_1_SQL.decode() and request["buf"] == EXAMPLE_1_SQL
     assert request["returncode"] is None and request["problem"] is None
-    assert reply["packet"] == 1 and reply["direction"] == "reply" and reply["offset"] == 24 + len(EXAMPLE_1_REQUEST)
+    assert reply["packet"] == 2 and reply["direction"] == "reply" and reply["offset"] == 24 + len(EXAMPLE_1_REQUEST)
     assert (reply["segment_kind"], reply["returncode"], reply["sqlstate"], reply["errorpos"],
             reply["function_code"]) == ("return", -3014, "42000", 37, "select")
     assert (reply["part_kind"], reply["text"]) == ("errortext", "Invalid end of SQL statement")
@@ -65,14 +65,14 @@ def test_seed_example_2_2_an_execute_decoded_through_its_parse(tmp_path):
     path = stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, EXAMPLE_2_PARSE_REPLY),
                        rte(REQUEST, EXAMPLE_2_EXECUTE), rte(REPLY, EXAMPLE_2_REPLY))
     rows = rows_of(path)
-    parse_reply = [r for r in rows if r["packet"] == 1]
+    parse_reply = [r for r in rows if r["packet"] == 2]
     assert [r["part_kind"] for r in parse_reply] == ["parsid", "shortinfo"]
     assert parse_reply[0]["function_code"] == "select_into" and parse_reply[1]["arg_count"] == 3
-    execute = [r for r in rows if r["packet"] == 2]
+    execute = [r for r in rows if r["packet"] == 3]
     assert [(r["mess_type"], r["part_kind"]) for r in execute] == [("execute", "parsid"), ("execute", "data")]
     assert execute[0]["buf"] == PARSE_ID and execute[0]["buf"].hex() == "00000019000006013c000000"
     assert execute[1]["values"] == ["keyval1 "]  # the input :KEYC, its blank defined byte dropped
-    count, data = [r for r in rows if r["packet"] == 3]
+    count, data = [r for r in rows if r["packet"] == 4]
     assert (count["part_kind"], count["result_count"]) == ("resultcount", 1)
     assert data["buf"].hex() == "00c447110000000020303031343339343434"[:34]
     assert data["values"] == ["4711", "00143944"]  # 0.4711 x 10^4, then the TIME as the kernel sent it
@@ -243,8 +243,8 @@ def test_a_part_past_its_segment_keeps_what_came_before(tmp_path):
     bad = packet([command_segment([part(3, b"SELECT 1"), part(5, b"xx", buf_len=500)])])
     rows = rows_of(stream_file(tmp_path, rte(REQUEST, bad), rte(REPLY, EXAMPLE_1_REPLY)))
     assert rows[0]["text"] == "SELECT 1" and rows[0]["problem"] is None
-    assert "part 2 of segment 1 declares buf_len 500" in rows[1]["problem"] and rows[1]["packet"] == 0
-    assert rows[2]["packet"] == 1 and rows[2]["returncode"] == -3014  # the next packet is read
+    assert "part 2 of segment 1 declares buf_len 500" in rows[1]["problem"] and rows[1]["packet"] == 1
+    assert rows[2]["packet"] == 2 and rows[2]["returncode"] == -3014  # the next packet is read
 
 
 def test_segment_counts_that_disagree_with_the_lengths(tmp_path):
@@ -264,7 +264,7 @@ def test_a_truncated_rte_frame_is_reported_not_dropped(tmp_path):
     path = stream_file(tmp_path, rte(REPLY, EXAMPLE_1_REPLY), whole[:-10])
     rows = rows_of(path)
     assert rows[0]["returncode"] == -3014
-    assert rows[1]["packet"] == 1 and rows[1]["offset"] == 24 + len(EXAMPLE_1_REPLY)
+    assert rows[1]["packet"] == 2 and rows[1]["offset"] == 24 + len(EXAMPLE_1_REPLY)
     assert f"declares {len(whole)} bytes; {len(whole) - 10} remain" in rows[1]["problem"]
     messages = Capture.open(path, use_index_cache=False).messages_table().to_pylist()
     assert [m["problem"] is not None for m in messages] == [False, True]
@@ -300,7 +300,7 @@ def test_big_endian_rte_headers_and_packets_split_over_frames(tmp_path):
                                                                                  total=total)
     path = stream_file(tmp_path, split, rte(REPLY, EXAMPLE_1_REPLY, big_endian=True))
     rows = rows_of(path)
-    assert rows[0]["text"] == EXAMPLE_1_SQL.decode() and rows[1]["packet"] == 1 and rows[1]["returncode"] == -3014
+    assert rows[0]["text"] == EXAMPLE_1_SQL.decode() and rows[1]["packet"] == 2 and rows[1]["returncode"] == -3014
     broken = stream_file(tmp_path, rte(REQUEST, first, residual=1, total=total), name="cut.rte")
     assert "announces 1 more frames; the stream ends" in rows_of(broken)[0]["problem"]
 
@@ -310,7 +310,7 @@ def test_connect_and_release_frames_have_a_row_of_their_own(tmp_path):
     release = rte(66, b"")
     rows = rows_of(stream_file(tmp_path, connect, rte(REQUEST, EXAMPLE_1_REQUEST), release))
     assert [(r["packet"], r["rte_class"], r["part_kind"]) for r in rows] == [
-        (0, "user_conn_request", None), (1, "user_data_request", "command"), (2, "user_release_request", None)]
+        (1, "user_conn_request", None), (2, "user_data_request", "command"), (3, "user_release_request", None)]
 
 
 def test_the_messages_view_shows_each_packet(tmp_path):
@@ -339,7 +339,7 @@ def sapdb_conversation(client=CLIENT, server=SERVER, handshake=True, size=60):
 def test_a_pcap_of_a_sapdb_connection(tmp_path):
     path = write_pcap(tmp_path / "sapdb.pcap", sapdb_conversation().frames)
     rows = rows_of(path)
-    assert [r["packet"] for r in rows] == [0, 1, 1, 2, 2, 3, 3]
+    assert [r["packet"] for r in rows] == [1, 2, 2, 3, 3, 4, 4]
     assert {r["connection"] for r in rows} == {"10.1.0.5:41000 -> 10.1.0.9:7210"}
     assert [r["direction"] for r in rows] == ["request"] + ["reply"] * 2 + ["request"] * 2 + ["reply"] * 2
     assert rows[-1]["values"] == ["4711", "00143944"] and rows[-3]["values"] == ["keyval1 "]
@@ -472,7 +472,7 @@ def test_packets_of_no_segments_and_data_with_no_outputs_keep_a_row(tmp_path):
     empty = packet([])
     no_outputs = packet([return_segment([part(14, param_info(0, 0, 10, 7, 1)), part(5, _field("00 C1 10 00 00 00 00"))])])
     rows = rows_of(stream_file(tmp_path, rte(REQUEST, empty), rte(REPLY, no_outputs)))
-    assert (rows[0]["packet"], rows[0]["segment"], rows[0]["problem"]) == (0, None, None)
+    assert (rows[0]["packet"], rows[0]["segment"], rows[0]["problem"]) == (1, None, None)
     assert rows[-1]["values"] is None and "names no outputs" in rows[-1]["problem"]
 
 
@@ -482,7 +482,7 @@ def test_a_broken_first_header_is_no_sapdb_file_unless_the_format_says_so(tmp_pa
     path = stream_file(tmp_path, bytes(frame), rte(REPLY, EXAMPLE_1_REPLY))
     assert rows_of(path) == []
     [row] = rows_of(path, format="sapdb")
-    assert row["packet"] == 0 and "no RTE header at stream byte 0" in row["problem"]
+    assert row["packet"] == 1 and "no RTE header at stream byte 0" in row["problem"]
 
 
 def test_a_pcap_whose_first_data_segment_was_lost(tmp_path):

@@ -7,8 +7,9 @@ the frame that carried its first byte; its ``offset`` is that frame's place in t
 ``file_end`` the end of the frame that carried its last byte.
 
 A QoS 1 or 2 PUBLISH sent again with DUP while its exchange is open (no PUBACK, or PUBCOMP for
-QoS 2, came back yet) repeats the one before it: it stays in the messages view, marked, and is no
-CMI message. A stream with a hole in it ends at the hole, and a message says so.
+QoS 2, came back yet) repeats the one before it: it stays in the messages view, its
+``duplicate_of`` naming that PUBLISH, and is no CMI message. A stream with a hole in it ends at
+the hole, and a message says so.
 
 A packet is spread over frames, so no byte range of the file is one message: a pcap is read
 whole, once per partition that needs it, and each attachment in it is one partition.

@@ -47,7 +47,9 @@ class MqttDetails:
     connection: Optional[str] = None  # in a capture: "client:port -> broker:port"
     direction: Optional[str] = None  # "to broker" or "from broker"
     frame: Optional[int] = None  # the capture frame that carried its first byte
-    duplicate_of: Optional[int] = None  # a DUP redelivery: the index of the PUBLISH it repeats
+    # A DUP redelivery: the 0-based index (PhysicalMessage.index) of the PUBLISH it repeats, in the
+    # same file; the messages view shows it, numbered from 1, in its common duplicate_of column.
+    duplicate_of: Optional[int] = None
 
 
 def _property_text(name: str, value: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO, Dict, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from ...errors import CmiFormatError, CmiOptionError
+from ...errors import CmiFormatError, CmiOptionError, message_number
 from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage
 from ..base import CaptureFormat, Transport, read_spans
 from . import packets
@@ -114,8 +114,8 @@ class MqttTransport(Transport):
         pa.field("qos", pa.int32()), pa.field("dup", pa.bool_()), pa.field("retain", pa.bool_()),
         pa.field("packet_id", pa.int32()), pa.field("mqtt_version", pa.string()),
         pa.field("mqtt_properties", pa.list_(pa.string())), pa.field("connection", pa.string()),
-        pa.field("direction", pa.string()), pa.field("frame", pa.int64()), pa.field("duplicate_of", pa.int64()),
-    )
+        pa.field("direction", pa.string()), pa.field("frame", pa.int64()),
+    )  # a DUP redelivery fills the common column duplicate_of (message_row)
 
     def rebuild(self, pieces: Sequence[PhysicalMessage], hint: Any = None) -> PhysicalMessage:
         [message] = pieces
@@ -138,8 +138,9 @@ class MqttTransport(Transport):
         row = {"mqtt_type": details.packet_type, "client_id": details.client_id, "topic": details.topic,
                "qos": details.qos, "dup": details.dup, "retain": details.retain, "packet_id": details.packet_id,
                "mqtt_version": details.version, "mqtt_properties": list(details.properties),
-               "connection": details.connection, "direction": details.direction, "frame": details.frame,
-               "duplicate_of": details.duplicate_of}
+               "connection": details.connection, "direction": details.direction, "frame": details.frame}
+        if details.duplicate_of is not None:  # only then: CMI assembly fills the column for its own copies
+            row["duplicate_of"] = {"source": message.source, "index": message_number(details.duplicate_of)}
         return row
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...containers import decompressing, open_capture
-from ...errors import CmiOptionError, Location
+from ...errors import CmiOptionError, Location, message_number
 from ..tcp import is_pcap, read_connections
 from . import codes
 from .codes import (MESS_CODES, MESS_TYPES, PART_KINDS, PRODUCERS, SEGMENT_KINDS, SQLMODES, function_name,
@@ -179,21 +179,25 @@ def sql_parts_table(path: str, options: Mapping[str, str] = {}) -> pa.Table:
     rows = _Rows()
     conversations: Dict[str, _Conversation] = {}
     named = options.get("format") == RTE_STREAM_FORMAT
-    for number, captured in enumerate(captured_packets(path, sapdb_ports(options), named)):
+    for packet_index, captured in enumerate(captured_packets(path, sapdb_ports(options), named)):
         conversation = conversations.setdefault(captured.conversation, _Conversation())
-        _packet_rows(rows, path, number, captured, conversation)
+        _packet_rows(rows, path, packet_index, captured, conversation)
     return rows.table()
 
 
-def _packet_rows(rows: _Rows, path: str, number: int, captured: CapturedPacket, conversation: _Conversation) -> None:
+def _packet_rows(rows: _Rows, path: str, packet_index: int, captured: CapturedPacket,
+                 conversation: _Conversation) -> None:
+    """Rows of the packet at 0-based ``packet_index`` in the file; its ``packet`` column counts from
+    1, as users number messages (and as error texts do)."""
     rte = captured.rte
-    base = {"source": path, "packet": number, "offset": captured.offset, "connection": captured.connection,
-            "frame": captured.frame, "direction": rte.direction,
+    where = Location(path, packet_index, captured.offset)
+    base = {"source": path, "packet": message_number(packet_index), "offset": captured.offset,
+            "connection": captured.connection, "frame": captured.frame, "direction": rte.direction,
             "rte_class": None if rte.header is None else name_of(codes.RTE_CLASSES, rte.mess_class)}
     if not rte.carries_sql:  # a connect or release frame, or what could not be read: one row
         rows.add({**base, "problem": rte.problem})
         return
-    packet = read_packet(rte.body, Location(path, number, captured.offset))
+    packet = read_packet(rte.body, where)
     header = packet.header or {}
     base.update({"mess_code": name_of(MESS_CODES, header["mess_code"]) if header else None,
                  "swap": swap_name(header["mess_swap"]) if header else None,
@@ -202,7 +206,7 @@ def _packet_rows(rows: _Rows, path: str, number: int, captured: CapturedPacket, 
     statements = conversation.awaiting.popleft() if reply and conversation.awaiting else []
     requested: List[Optional[Shortinfo]] = []
     for index, segment in enumerate(packet.segments):
-        statement = _segment_rows(rows, base, index + 1, segment, packet, conversation,
+        statement = _segment_rows(rows, base, where, index + 1, segment, packet, conversation,
                                   statements[index] if index < len(statements) else None, reply)
         requested.append(statement)
     if not reply:
@@ -211,8 +215,9 @@ def _packet_rows(rows: _Rows, path: str, number: int, captured: CapturedPacket, 
         rows.add({**base, "problem": packet.problem})
 
 
-def _segment_rows(rows: _Rows, base: Dict[str, Any], number: int, segment: Segment, packet: SqlPacket,
-                  conversation: _Conversation, requested: Optional[Shortinfo], reply: bool) -> Optional[Shortinfo]:
+def _segment_rows(rows: _Rows, base: Dict[str, Any], where: Location, number: int, segment: Segment,
+                  packet: SqlPacket, conversation: _Conversation, requested: Optional[Shortinfo],
+                  reply: bool) -> Optional[Shortinfo]:
     """Rows of one segment; returns the statement a request segment runs (for its reply)."""
     h = segment.header
     row = {**base, "segment": number, "segment_kind": name_of(SEGMENT_KINDS, h["segm_kind"])}
@@ -223,7 +228,6 @@ def _segment_rows(rows: _Rows, base: Dict[str, Any], number: int, segment: Segme
         row.update(mess_type=name_of(MESS_TYPES, h["mess_type"]), sqlmode=name_of(SQLMODES, h["sqlmode"]),
                    producer=name_of(PRODUCERS, h["producer"]), with_info=h["with_info"], mass_cmd=h["mass_cmd"])
     by_kind = {part.header["part_kind"]: part for part in segment.parts}
-    where = Location(base["source"], base["packet"], base["offset"])
     statement, shortinfo_problem = requested, None
     parse_id = by_kind[codes.PART_PARSID].buf if codes.PART_PARSID in by_kind else None
     if parse_id is not None and not reply:
