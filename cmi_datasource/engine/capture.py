@@ -38,6 +38,10 @@ class _LayoutFailure:
     kind: type
     problem: str
     location: Location
+    hint: str
+
+    def error(self) -> CmiFormatError:
+        return self.kind(self.problem, self.location, self.hint)
 
 
 def logical_messages(messages: Sequence[PhysicalMessage], formats: Dict[str, str]
@@ -56,6 +60,16 @@ def logical_messages(messages: Sequence[PhysicalMessage], formats: Dict[str, str
         logical.extend(joined)
         unjoined.extend(lost)
     return logical, unjoined
+
+
+def sequence_of(att: Attachment, location: Location) -> Optional[int]:
+    """The sequence number in ``att`` of the message at ``location`` (0: its count message)."""
+    def at(m: Optional[PhysicalMessage]) -> bool:
+        return m is not None and any(span[0] == location.source and span[1] == location.message_index
+                                     for span in m.spans)
+    if at(att.count_message):
+        return 0
+    return next((k for k, m in att.sequenced.items() if at(m)), None)
 
 
 @dataclass
@@ -112,7 +126,7 @@ class Capture:
         (measured, not decoded); cached, and raises on bad layouts."""
         cached = self._layouts.get(att.key)
         if isinstance(cached, _LayoutFailure):
-            raise cached.kind(cached.problem, cached.location)
+            raise cached.error()
         if cached is None:
             try:
                 # Definitions are decoded whole; observations are only measured.
@@ -121,8 +135,10 @@ class Capture:
                 cached = read_layout(messages, att.header.wire,
                                      lambda message: message_code_page(message, self.charsets))
             except CmiFormatError as e:
-                self._layouts[att.key] = _LayoutFailure(type(e), e.problem, e.location)
-                raise
+                failure = _LayoutFailure(type(e), e.problem, e.location.within(att.key_hex, sequence_of(att, e.location)),
+                                         e.hint)
+                self._layouts[att.key] = failure
+                raise failure.error() from None
             self._layouts[att.key] = cached
         return cached
 

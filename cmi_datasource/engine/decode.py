@@ -52,7 +52,16 @@ def _reread_physical(spans: Sequence[MessageSpan], formats: Mapping[str, str]) -
 
 def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
                   messages: Optional[Sequence[PhysicalMessage]] = None) -> Iterator[pa.RecordBatch]:
-    """Record batches of a slice's observations; ``messages`` saves re-reading them from disk."""
+    """Record batches of a slice's observations; ``messages`` saves re-reading them from disk.
+    An error names the attachment and the message's sequence number in it."""
+    try:
+        yield from _slice_batches(part, batch_rows, temporal, messages)
+    except CmiFormatError as e:
+        raise e.within(part.key_hex, part.sequence_of(e.location)) from None
+
+
+def _slice_batches(part: DatasetSlice, batch_rows: int, temporal: bool,
+                   messages: Optional[Sequence[PhysicalMessage]]) -> Iterator[pa.RecordBatch]:
     if part.first_row >= part.last_row:
         return
     codepage = part.charsets.code_page_for(part.layout.ccsid)

@@ -14,6 +14,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 from ..charsets import CharsetPolicy
 from ..cmi.assembly import Attachment
 from ..cmi.wire import WireFormat
+from ..errors import Location
 from ..messages import MessageSpan, PhysicalMessage
 from ..payload.sas_dataset import DatasetLayout, RecordStream, observation_messages
 
@@ -34,6 +35,10 @@ class AttachmentPlan:
     formats: Mapping[str, str]  # capture format name of each source file in refs
     checks: Tuple[ContentKey, ...] = ()
     hints: Tuple[Any, ...] = ()  # each message's reread_hint, or () when none has one
+
+    def sequence_of(self, location: Location) -> Optional[int]:
+        """The sequence number of the planned message at ``location`` (refs are 1..N in order)."""
+        return _sequence_at(self.refs, range(1, len(self.refs) + 1), location)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,18 @@ class DatasetSlice:
     checks: Tuple[ContentKey, ...] = ()
     header_bytes: Tuple[int, ...] = ()  # transport header bytes in front of each message's data, as captured
     hints: Tuple[Any, ...] = ()  # each message's reread_hint, or () when none has one
+    sequences: Tuple[int, ...] = ()  # each message's sequence number in the attachment (errors name it)
+
+    def sequence_of(self, location: Location) -> Optional[int]:
+        """The sequence number of the planned message at ``location``, if it is one of them."""
+        return _sequence_at(self.refs, self.sequences, location)
+
+
+def _sequence_at(refs: Sequence[LogicalRef], sequences: Sequence[int], location: Location) -> Optional[int]:
+    for ref, sequence in zip(refs, sequences):
+        if any(span[0] == location.source and span[1] == location.message_index for span in ref):
+            return sequence
+    return None
 
 
 def _formats_of(formats: Mapping[str, str], messages: Sequence[PhysicalMessage]) -> Mapping[str, str]:
@@ -86,6 +103,7 @@ def dataset_slices(att: Attachment, layout: DatasetLayout, stream: Optional[Reco
     than twice as many bytes as the binary capture of the same rows, and the work and memory
     of a partition follow the rows it produces."""
     obslen, nobs = layout.definition.obs_length, layout.observations
+    sequence_numbers = {(m.source, m.index): k for k, m in att.sequenced.items()}
 
     def make(first: int, last: int) -> DatasetSlice:
         if stream is None or first >= last:
@@ -95,7 +113,8 @@ def dataset_slices(att: Attachment, layout: DatasetLayout, stream: Optional[Reco
         return DatasetSlice(att.key_hex, att.entry.name, layout, charsets,
                             tuple(m.spans for m in chosen), stream.starts[lo] if lo < hi else 0, first, last,
                             _formats_of(formats, chosen), tuple(m.content_key for m in chosen),
-                            tuple(m.header_length for m in chosen), _hints_of(chosen))
+                            tuple(m.header_length for m in chosen), _hints_of(chosen),
+                            tuple(sequence_numbers.get((m.source, m.index), 0) for m in chosen))
 
     if stream is None or not obslen or not nobs:
         return [make(0, 0)]

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import pyarrow as pa
 
 from .. import transports
-from ..errors import not_one_of
+from ..errors import CmiFormatError, not_one_of
 from ..transports import FileView
 from ..payload.sas_dataset import arrow_schema
 from .capture import Capture, open_cached
@@ -65,7 +65,12 @@ def _files_plan(o: ReadOptions) -> List[Any]:
 
 
 def _files_read(plan: Optional[AttachmentPlan], o: ReadOptions) -> Iterator[pa.RecordBatch]:
-    return _batches(files_table([plan]), o) if plan is not None else iter(())
+    if plan is None:
+        return iter(())
+    try:
+        return _batches(files_table([plan]), o)
+    except CmiFormatError as e:
+        raise e.within(plan.key_hex, plan.sequence_of(e.location)) from None
 
 
 VIEWS: Dict[str, View] = {view.name: view for view in (

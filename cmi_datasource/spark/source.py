@@ -54,6 +54,7 @@ from pyspark.sql.types import StructField, StructType
 
 from ..engine.options import ReadOptions, SaveOptions
 from ..engine.views import view
+from .reporting import reported
 from .writer import CmiWriter
 
 _WORKER_SETTLED = False
@@ -95,13 +96,16 @@ class CmiDataSource(DataSource):
     def read_options(self) -> ReadOptions:
         return ReadOptions.parse(dict(self.options))
 
+    @reported
     def schema(self) -> StructType:
         o = self.read_options
         return spark_schema(view(o.view).schema(o))
 
+    @reported
     def reader(self, schema: StructType) -> "CmiReader":
         return CmiReader(self.read_options, schema)
 
+    @reported
     def writer(self, schema: StructType, overwrite: bool) -> CmiWriter:
         return CmiWriter(SaveOptions.parse(dict(self.options)), schema, overwrite)
 
@@ -119,12 +123,14 @@ class CmiReader(DataSourceReader):
         self.options = options
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
 
+    @reported
     def partitions(self) -> List[CmiPartition]:
         o = self.options
         parts = [CmiPartition(o.view, value) for value in view(o.view).plan(o)]
         _settle_worker()  # a planning worker keeps the capture: 100,000 more objects
         return parts
 
+    @reported
     def read(self, partition: CmiPartition) -> Iterator[pa.RecordBatch]:
         for batch in view(partition.view_name).read(partition.value, self.options):
             # Spark compares the batch schema with its own exactly (types, order, nullability).

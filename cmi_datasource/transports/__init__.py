@@ -14,7 +14,7 @@ import importlib
 from typing import Dict, List, Optional
 
 from ..containers import decompressing, open_capture
-from ..errors import CmiOptionError, Location, UnknownCaptureFormatError, not_one_of
+from ..errors import Location, UnknownCaptureFormatError, not_one_of
 from .base import CaptureFormat, FileView, SpanPayloads, Transport
 
 # One line per transport package shipped with cmi-datasource (each exposes TRANSPORT): its formats.
@@ -163,11 +163,9 @@ def detect_format(path: str) -> CaptureFormat:
         _load_entry_points()
         found = _sniffed(head)
     if found is None:
-        described = "; ".join(f"{fmt.name} ({fmt.description})" for fmt in _FORMATS.values())
         raise UnknownCaptureFormatError(
             f"no capture format recognises this file, which starts with {head[:16]!r}; known formats: "
-            f"{described}. Name one with option('format', ...) if it is one of them",
-            Location(path, None, 0))
+            f"{', '.join(_FORMATS)}", Location(path, None, 0))
     return found
 
 

@@ -147,7 +147,8 @@ class Transport:
     def message_row(self, message: PhysicalMessage) -> Dict[str, Any]:
         """The message's values of ``message_columns``; it may also give the common columns
         ``msg_type``, ``correl_id`` (hex), ``encoding`` and ``ccsid`` as captured, when they
-        differ from its descriptor's."""
+        differ from its descriptor's, and ``duplicate_of`` ({"source", "index" counted from 1})
+        for a message the transport itself knows to repeat another (MQTT's DUP redelivery)."""
         return {}
 
 

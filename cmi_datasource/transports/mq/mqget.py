@@ -52,7 +52,7 @@ def parse_capture(data: bytes, source: str, base_offset: int = 0, first_index: i
         order, version, codec = mqmd_shape(data, pos, where)
         size = (MQMD_V2 if version == 2 else MQMD_V1).size
         if len(data) - pos < size + DATA_LENGTH.size:
-            raise TruncatedError(f"capture ends inside message {index}'s MQMD or length", where)
+            raise TruncatedError("the capture ends inside the message's MQMD or data length", where)
         mqmd = descriptor_from_bytes(data, pos, order, version, codec, where)
         length = DATA_LENGTH.unpack(data, pos + size, BIG, where)["data_length"]
         start = pos + size + DATA_LENGTH.size
