@@ -15,6 +15,8 @@ import numpy as np
 
 import ebcdic  # noqa: F401  (registers cp1047 and the other EBCDIC codecs Python lacks)
 
+from .errors import CmiEncodeError
+
 UTF8_CCSID = 1208
 
 CCSID_CODECS: Dict[int, str] = {
@@ -55,6 +57,18 @@ CCSID_CODECS: Dict[int, str] = {
 
 class UnknownCcsid(LookupError):
     pass
+
+
+# What to do when bytes are no text in the code page they were read in (an error's hint).
+NOT_IN_CODE_PAGE = ("the sender wrote another code page: name it with option('ccsid', ...) (819 Latin-1, "
+                    "1208 UTF-8, 500 or 1047 EBCDIC)")
+
+
+def not_encodable(what: str, e: UnicodeEncodeError, codepage: "CodePage") -> CmiEncodeError:
+    """The writer's error for a character the target code page lacks: which, where, and what to do."""
+    return CmiEncodeError(f"{what}: {e.object[e.start:e.end]!r} cannot be encoded in {codepage.codec} (CCSID "
+                          f"{codepage.ccsid}); write with option('ccsid', ...) naming a code page that has it "
+                          f"(1208, UTF-8, has every character)")
 
 
 class CodePage:

@@ -92,7 +92,7 @@ class Attachment:
         if not self.complete:
             raise IncompleteAttachmentError(
                 f"attachment {self.key_hex} ({self.entry.kind} {self.entry.name}) is incomplete: "
-                f"{self.why_incomplete()}", self.header_message.location())
+                f"{self.why_incomplete()}", self.header_message.location().within(self.key_hex))
         return [self.sequenced[k] for k in range(1, self.expected + 1)]
 
 
@@ -250,7 +250,7 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
         for entry in header.attachments:
             if entry.key in seen_keys:
                 raise AttachmentError(f"attachment key {entry.key.hex().upper()} is listed by two "
-                                      f"header messages", hm.location())
+                                      f"header messages", hm.location().within(entry.key.hex().upper()))
             seen_keys[entry.key] = hm
             att = Attachment(header, entry, hm, application=app_group[0] if app_group else None)
             if len(app_group) > 1:

@@ -18,7 +18,7 @@ from ..encoding import ENCODING_BIG_ENDIAN, ENCODING_LITTLE_ENDIAN, ENCODING_ZOS
 from .. import transports
 from ..errors import CmiOptionError, not_one_of
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
-from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES
+from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, NAME_RULES
 from .write import WriteOptions
 
 # Room for a header with a few attachments and any one variable definition.
@@ -33,7 +33,6 @@ READ_OPTIONS = ("format", "view", "dataset", "attachment", "ccsid", "defaultCcsi
 WRITE_OPTIONS = ("dataset", "encoding", "ccsid", "longSize", "maxMessageBytes", "message", "description",
                  "label", "truncate", "attachmentPerPartition", "deterministic", "kind", "lrecl", "transport",
                  "validVarName", "lossyNumbers")
-VALID_VAR_NAMES = ("v7", "upcase", "any")  # SAS's VALIDVARNAME values this writer follows
 
 
 def check_option_names(given: Mapping[str, str], own: Tuple[str, ...], side: str) -> None:
@@ -53,10 +52,12 @@ def check_option_names(given: Mapping[str, str], own: Tuple[str, ...], side: str
             raise not_one_of(f"{side} option", key, own)
 
 
-def _choice(options: Mapping[str, str], key: str, default: str, choices: Tuple[str, ...]) -> str:
-    value = str(options.get(key, default)).strip().lower()
+def _choice(options: Mapping[str, str], name: str, default: str, choices: Tuple[str, ...]) -> str:
+    """The value of option ``name`` (as documented; looked up lower-cased), one of ``choices``."""
+    given = options.get(name.lower())
+    value = str(given if given is not None else default).strip().lower()
     if value not in choices:
-        raise not_one_of(f"option {key}: value", options.get(key), choices)
+        raise not_one_of(name, given, choices)
     return value
 
 
@@ -160,8 +161,6 @@ class SaveOptions:
     write_format: str = "dmpmqmsg"  # the capture format of the transport chosen (option transport)
     transport: str = "mq"
     transport_options: Tuple[Tuple[str, str], ...] = ()  # "<transport>.<name>" options, e.g. mqtt.broker
-    valid_var_name: str = "v7"  # VALID_VAR_NAMES: which column names are SAS variable names
-    lossy_numbers: bool = False  # write decimals and longs a double cannot hold exactly, rounded
 
     @property
     def dataset_name(self) -> str:
@@ -206,14 +205,14 @@ class SaveOptions:
         codec = WriteOptions(encoding=encoding, ccsid=_ccsid(options, "ccsid") or 1208, long_size=long_size,
                              max_message_bytes=max_bytes, application_message=options.get("message", ""),
                              deterministic_seed=f"{library}.{member}" if deterministic else None,
-                             truncate=_bool(options, "truncate", False))
+                             truncate=_bool(options, "truncate", False),
+                             valid_var_name=_choice(options, "validVarName", "v7", NAME_RULES),
+                             lossy_numbers=_bool(options, "lossynumbers", False))
         return cls(directory=directory, library=library, member=member, codec=codec, kind=kind,
                    description=options.get("description", ""), label=options.get("label", ""),
                    attachment_per_partition=_bool(options, "attachmentperpartition", False),
                    lrecl=_int(options, "lrecl", None), write_format=write_format, transport=transport,
-                   transport_options=transport_options,
-                   valid_var_name=_choice(options, "validvarname", "v7", VALID_VAR_NAMES),
-                   lossy_numbers=_bool(options, "lossynumbers", False))
+                   transport_options=transport_options)
 
 
 def _dataset_name(text: str) -> Tuple[str, str]:

@@ -99,5 +99,5 @@ def view(name: str) -> View:
     added = transports.file_view(name)
     if added is None:
         names = list(VIEWS) + [v.name for t in transports.transports() for v in t.views]
-        raise not_one_of("option view: view", name, names)
+        raise not_one_of("view", name, names)
     return _file_view(added)

@@ -13,15 +13,15 @@ from typing import BinaryIO, Iterable, Iterator, List, Mapping, Optional, Sequen
 
 import pyarrow as pa
 
-from ..charsets import code_page
+from ..charsets import code_page, not_encodable
 from ..cmi.emit import IdSource, OutgoingAttachment, attachment_messages
 from ..cmi.header import ATTACHMENT_BINARY_FILE, ATTACHMENT_DATASET, ATTACHMENT_TEXT_FILE
 from ..cmi.wire import WireFormat
 from ..encoding import ENCODING_LITTLE_ENDIAN, float_format, integer_order
-from ..errors import CmiEncodeError
 from ..messages import OutgoingMessage
 from ..payload.external_file import binary_records, file_payloads, text_records
-from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, DatasetEncoder, plan_variables, string_lengths
+from ..payload.sas_dataset_writer import (MAX_MESSAGE_BYTES, DatasetEncoder, check_exact_numbers, plan_variables,
+                                          string_lengths)
 from ..transports import capture_format
 
 DEFAULT_BINARY_LRECL = 256
@@ -38,6 +38,8 @@ class WriteOptions:
     application_message: str = ""
     deterministic_seed: Optional[str] = None  # fixes ids and times for byte-stable output
     truncate: bool = False
+    valid_var_name: str = "v7"  # which column names are SAS variable names: sas_dataset_writer.NAME_RULES
+    lossy_numbers: bool = False  # write decimals and 64-bit integers a double cannot hold exactly, rounded
 
     @property
     def wire(self) -> WireFormat:
@@ -67,10 +69,13 @@ def dataset_attachment(schema: pa.Schema, lengths: Mapping[str, int], nobs: int,
     """A dataset attachment whose observations are encoded as ``batches`` are consumed.
 
     ``lengths`` is the longest encoded value of each string column, gathered beforehand
-    (by the Spark tasks, or from a table in memory), since SAS character widths are fixed.
+    (by the Spark tasks, or from a table in memory), since SAS character widths are fixed; so is
+    the check that the batches hold no number a double would round (``check_exact_numbers``),
+    unless ``options.lossy_numbers``.
     """
     codepage = code_page(options.ccsid)
-    variables = plan_variables(schema, lengths, options.truncate, float_format(options.encoding))
+    variables = plan_variables(schema, lengths, codepage, options.truncate, float_format(options.encoding),
+                               options.valid_var_name)
     encoder = DatasetEncoder(variables, codepage, float_format(options.encoding), options.wire,
                              options.max_message_bytes, options.truncate)
     payloads = itertools.chain(encoder.definition_payloads(nobs, label), encoder.observation_payloads(batches))
@@ -100,8 +105,7 @@ def _encodable(codepage, what: str):
         try:
             yield
         except UnicodeEncodeError as e:
-            raise CmiEncodeError(f"{what}: {e.object[e.start:e.end]!r} cannot be encoded in {codepage.codec} "
-                                 f"(CCSID {codepage.ccsid})") from None
+            raise not_encodable(what, e, codepage) from None
     return guard()
 
 
@@ -122,9 +126,13 @@ def build_messages(datasets: Sequence[DatasetToWrite] = (), files: Sequence[File
                    options: WriteOptions = WriteOptions()) -> List[OutgoingMessage]:
     """All physical messages of one header carrying the given attachments (held in memory)."""
     codepage = code_page(options.ccsid)
+    # Planned first (column types and names are refused there), encoded only as messages are drawn.
     outgoing = [dataset_attachment(d.table.schema, string_lengths(d.table, codepage), d.table.num_rows,
                                    d.table.to_batches(), d.library, d.member, options, d.description, d.label)
                 for d in datasets]
+    if not options.lossy_numbers:
+        for d in datasets:
+            check_exact_numbers(d.table)
     outgoing += [file_attachment(f, options) for f in files]
     return list(stream_messages(outgoing, options))
 

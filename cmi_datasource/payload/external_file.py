@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
-from ..charsets import CodePage
+from ..charsets import NOT_IN_CODE_PAGE, CodePage
 from ..cmi.stream import MessageStream
 from ..cmi.records import FILE_PROLOGUE, read_record, write_record
 from ..cmi.wire import FieldReader, FieldWriter, WireFormat
@@ -43,8 +43,8 @@ class ExternalFile:
                 lines.append(codepage.decode(record) + "\n")
             except UnicodeDecodeError:
                 raise ValueConversionError(
-                    f"record {number} of the text file is not valid {codepage.codec} (CCSID {codepage.ccsid}); "
-                    f"if the sender used another code page, set option('ccsid', ...)", location) from None
+                    f"record {number} of the text file is not valid {codepage.codec} (CCSID {codepage.ccsid})",
+                    location, hint=NOT_IN_CODE_PAGE) from None
         return "".join(lines)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..arrow.strings import string_fields
-from ..charsets import CodePage
+from ..charsets import NOT_IN_CODE_PAGE, CodePage
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, min_record_size, read_record
 from ..cmi.stream import MessageStream
 from ..cmi.wire import FieldReader, WireFormat
@@ -189,6 +189,12 @@ def _read_definition(stream: RecordStream, wire: WireFormat, codepage: CodePage)
         raw["alter_password_flag"] != 0)
 
 
+def variable_name_key(name: str) -> str:
+    """What SAS tells variable names apart by: their letters without regard to case (``id`` and
+    ``ID`` name one variable). The writer refuses what the reader would take for one name."""
+    return name.upper()
+
+
 def _read_variables(stream: RecordStream, wire: WireFormat, codepage: CodePage,
                     definition: DatasetDefinition) -> Tuple[SasVariable, ...]:
     data = stream.data()
@@ -214,9 +220,9 @@ def _read_variables(stream: RecordStream, wire: WireFormat, codepage: CodePage,
             raise DatasetLayoutError(f"character variable {name} has length {length}", where)
         if not name:
             raise DatasetLayoutError("a variable has an empty name", where)
-        if name.upper() in seen:
+        if variable_name_key(name) in seen:
             raise DatasetLayoutError(f"variable name {name} appears twice", where)
-        seen[name.upper()] = len(variables)
+        seen[variable_name_key(name)] = len(variables)
         variables.append(SasVariable(
             name=name, label=_decode_text(raw["label"], codepage, "variable label", where),
             is_numeric=is_numeric, length=length, offset=offset,
@@ -330,10 +336,9 @@ class ObservationDecoder:
             except UnicodeDecodeError as e:
                 variable, row = chosen[e.field], first_row + e.start
                 raise ValueConversionError(
-                    f"variable {variable.name}, observation {row}: {e.object[:40]!r} is not valid "
-                    f"UTF-8 (CCSID {self.layout.ccsid}); if the sender used another code page, "
-                    f"set option('ccsid', ...)",
-                    locate(row * self.layout.definition.obs_length + variable.offset)) from None
+                    f"variable {variable.name}, observation {row + 1}: {e.object[:40]!r} is not valid "
+                    f"UTF-8 (CCSID {self.codepage.ccsid})",
+                    locate(row * self.layout.definition.obs_length + variable.offset), hint=NOT_IN_CODE_PAGE) from None
             for i, array in zip(character, arrays):
                 columns[i] = array
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
@@ -346,9 +351,8 @@ class ObservationDecoder:
         bad = _sas_to_arrow_time(values, missing, _TEMPORAL_CODES[kind], out)
         if bad >= 0:
             raise ValueConversionError(
-                f"variable {variable.name} ({variable.format}), observation {first_row + bad}: "
-                f"{values[bad]!r} is {_TEMPORAL_RANGES[kind]}; read it as a number with "
-                f"option('temporalTypes', 'false')",
+                f"variable {variable.name} ({variable.format}), observation {first_row + bad + 1}: "
+                f"{values[bad]!r} is {_TEMPORAL_RANGES[kind]}",
                 locate((first_row + bad) * self.layout.definition.obs_length + variable.offset))
         return pa.array(out, type=arrow_type, mask=missing)
 

@@ -5,9 +5,15 @@ integers, floats, decimals -> numeric (8 bytes, or the field's ``sas_length`` me
 boolean -> numeric 0/1; date -> numeric with DATE9.; timestamp -> DATETIME (naive value);
 time -> TIME; string -> character of the longest encoded value (or ``sas_length``).
 Field metadata ``label``, ``format``, ``informat`` is written through.
+
+Nothing is written that the reader (``sas_dataset.py``) would refuse or read back otherwise:
+column names are SAS variable names by the rule chosen (``NAME_RULES``), unique without
+regard to case; every type has a SAS equivalent; and, unless the caller accepts rounding,
+every decimal and 64-bit integer value is one a SAS number (a double) holds exactly.
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -15,17 +21,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..arrow.strings import fixed_width_from_strings, max_encoded_length
-from ..charsets import CodePage
+from ..charsets import CodePage, not_encodable
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, write_record
 from ..cmi.wire import FieldWriter, WireFormat
 from ..errors import CmiEncodeError
 from ..encoding import FloatFormat
 from .sas_dataset import (EPOCH_SHIFT_DAYS, EPOCH_SHIFT_SECONDS, MAX_CHARACTER_LENGTH, RECORD_DATASET,
-                          RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES, SasVariable)
+                          RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES, SasVariable,
+                          variable_name_key)
 from .sas_formats import split_display_format
 from .sas_numbers import S390RangeError, encode_numbers
 
 MAX_MESSAGE_BYTES = 32768
+# A SAS variable name: at most 32 characters under V7 (all single-byte), 32 bytes as a name literal.
 MAX_NAME_LENGTH = 32
 
 
@@ -39,7 +47,8 @@ def _meta(field: pa.Field, key: str) -> Optional[str]:
 _DEFAULT_FORMATS = {"date": "DATE9.", "timestamp": "DATETIME20.", "time": "TIME8."}
 
 
-def _type_family(t: pa.DataType) -> str:
+def _type_family(t: pa.DataType) -> Optional[str]:
+    """The kind of SAS variable a column of type ``t`` becomes; None when SAS has none for it."""
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
         return "number"
     if pa.types.is_date(t):
@@ -50,8 +59,15 @@ def _type_family(t: pa.DataType) -> str:
         return "time"
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "string"
-    raise CmiEncodeError(f"type {t} has no SAS equivalent (nested and binary columns cannot be "
-                             f"written as SAS variables)")
+    return None
+
+
+def no_sas_equivalent(column: str, type_name: str) -> CmiEncodeError:
+    """The error for a column whose type (as the user knows it: Spark's name, or Arrow's) has no SAS
+    variable type."""
+    return CmiEncodeError(f"column {column!r} has type {type_name}, which has no SAS equivalent: cast it to "
+                          f"string, a number, date or timestamp (to_json() for arrays, maps and structs, "
+                          f"hex() or base64() for binary), or drop it")
 
 
 def string_lengths(data, codepage: CodePage) -> Dict[str, int]:
@@ -67,8 +83,7 @@ def string_lengths(data, codepage: CodePage) -> Dict[str, int]:
         try:
             out[field.name] = max_encoded_length(column, codepage)
         except UnicodeEncodeError as e:
-            raise CmiEncodeError(f"column {field.name}: {e.object[e.start:e.end]!r} cannot be "
-                                     f"encoded in {codepage.codec} (CCSID {codepage.ccsid})") from None
+            raise not_encodable(f"column {field.name}", e, codepage) from None
     return out
 
 
@@ -76,27 +91,155 @@ def merge_lengths(a: Mapping[str, int], b: Mapping[str, int]) -> Dict[str, int]:
     return {k: max(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)}
 
 
-def check_schema(schema: pa.Schema) -> None:
-    """Fail before any data moves when a column cannot become a SAS variable."""
-    for field in schema:
-        try:
-            _type_family(field.type)
-        except CmiEncodeError as e:
-            raise CmiEncodeError(f"column {field.name}: {e}") from None
-        if not field.name or len(field.name) > MAX_NAME_LENGTH:
-            raise CmiEncodeError(f"column name {field.name!r}: SAS variable names are 1 to "
-                                     f"{MAX_NAME_LENGTH} characters")
+# A SAS number is a double: it keeps every decimal of up to 15 significant digits (DBL_DIG) and
+# every integer of up to 2**53 in magnitude; beyond either, values round.
+EXACT_DIGITS = 15
+MAX_EXACT_INTEGER = 2 ** 53
+_DECIMAL_TYPES = {32: pa.decimal32, 64: pa.decimal64, 128: pa.decimal128, 256: pa.decimal256}
 
 
-def plan_variables(schema: pa.Schema, lengths: Mapping[str, int], truncate: bool = False,
-                   fmt: Optional[FloatFormat] = None) -> List[SasVariable]:
+def significant_digits(column: pa.Array) -> pa.Array:
+    """Significant decimal digits of each value of a decimal array (0 for zero, null for null)."""
+    t = column.type
+    # The same bytes read with scale 0 are the unscaled integers, which Arrow prints without an
+    # exponent (1E-10 at scale 10 prints as "1"): the digits between the sign and the trailing
+    # zeros are the significant ones.
+    unscaled = pa.Array.from_buffers(_DECIMAL_TYPES[t.bit_width](t.precision, 0), len(column), column.buffers(),
+                                     column.null_count, column.offset)
+    return pc.utf8_length(pc.utf8_rtrim(pc.utf8_ltrim(pc.cast(unscaled, pa.string()), "-"), "0"))
+
+
+def _first(mask: pa.Array) -> int:
+    """Index of the first true value of a boolean array (nulls count as false), or -1."""
+    return pc.index(mask.fill_null(False), True).as_py()
+
+
+def check_exact_numbers(data, first_row: int = 0, partition: Optional[int] = None) -> None:
+    """Fail on the first value of a batch or table that a SAS number would round: a decimal of more
+    than 15 significant digits, a 64-bit integer beyond +-2**53. Decimals of precision 15 or less
+    always fit and are not looked at. ``first_row``: rows before ``data`` (in ``partition``, in a
+    Spark task), so that the error says which row, counting from 1."""
+    for field, column in zip(data.schema, data.columns):
+        t = field.type
+        checked_decimal = pa.types.is_decimal(t) and t.precision > EXACT_DIGITS
+        if not (checked_decimal or t in (pa.int64(), pa.uint64())):
+            continue
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if checked_decimal:
+            digits = significant_digits(column)
+            row = _first(pc.greater(digits, EXACT_DIGITS))
+        else:
+            beyond = pc.greater(column, MAX_EXACT_INTEGER)
+            if pa.types.is_signed_integer(t):
+                beyond = pc.or_(beyond, pc.less(column, -MAX_EXACT_INTEGER))
+            row = _first(beyond)
+        if row < 0:
+            continue
+        problem = (f"has {digits[row].as_py()} significant digits and a SAS number (a double) holds {EXACT_DIGITS}"
+                   if checked_decimal else
+                   f"is beyond +-2**53 ({MAX_EXACT_INTEGER}), past which a SAS number (a double) rounds integers")
+        where = f"row {first_row + row + 1}"
+        if partition is not None:
+            where = f"partition {partition}, {where}"
+        raise CmiEncodeError(f"column {field.name!r}, {where}: {column[row].as_py()} {problem}: set option "
+                             f"lossyNumbers=true to write such values rounded, or cast the column to string "
+                             f"to keep every digit")
+
+
+# SAS's VALIDVARNAME= values, and what each lets a column name be (engine/options.py offers the same).
+NAME_RULES = ("v7", "upcase", "any")
+_V7_CHARACTER = re.compile(r"[A-Za-z0-9_]")
+# V7 forbids the names of SAS's automatic variables and variable lists; a name literal ('_N_'n)
+# is the same name, so every rule refuses them.
+RESERVED_NAMES = ("_N_", "_ERROR_", "_NUMERIC_", "_CHARACTER_", "_ALL_")
+_RENAME = "rename it"
+_RENAME_OR_LITERAL = "rename it, or set option validVarName=any to write it as a SAS name literal"
+
+
+def _v7_problem(name: str) -> Optional[Tuple[str, str]]:
+    """Why ``name`` is no V7 SAS name (1 to 32 letters, digits and underscores, no leading digit),
+    and what to do; None when it is one."""
+    if not name:
+        return "it is empty", _RENAME
+    if len(name) > MAX_NAME_LENGTH:
+        return f"it has {len(name)} characters, more than {MAX_NAME_LENGTH}", _RENAME
+    others = sorted({c for c in name if not _V7_CHARACTER.fullmatch(c)})
+    if others:
+        return f"it holds {''.join(others)!r}, not only letters, digits and underscores", _RENAME_OR_LITERAL
+    if name[0].isdigit():
+        return "it starts with a digit", _RENAME_OR_LITERAL
+    return None
+
+
+def _name_literal_problem(name: str, codepage: CodePage) -> Optional[Tuple[str, str]]:
+    """Why ``name`` is no SAS name literal under VALIDVARNAME=ANY (any characters in up to 32 bytes,
+    no NUL, not all blanks, no trailing blank), and what to do; None when it is one. Leading
+    blanks are allowed: SAS keeps them."""
+    if not name.strip(" "):
+        return "it is empty or all blanks", _RENAME
+    if "\0" in name:
+        return "it holds a NUL character", _RENAME
+    if name.endswith(" "):
+        # SAS ignores trailing blanks in names, and so does the reader: it would come back without them.
+        return "it ends with a blank, which SAS drops from names", "rename it without the trailing blanks"
+    try:
+        size = len(codepage.encode(name))
+    except UnicodeEncodeError as e:
+        return (f"{e.object[e.start:e.end]!r} cannot be encoded in {codepage.codec} (CCSID {codepage.ccsid})",
+                "rename it, or choose a CCSID that holds it with option ccsid")
+    if size > MAX_NAME_LENGTH:
+        return (f"it is {size} bytes in {codepage.codec} (CCSID {codepage.ccsid}), more than {MAX_NAME_LENGTH}",
+                _RENAME)
+    return None
+
+
+def sas_variable_names(names: Sequence[str], valid_var_name: str, codepage: CodePage) -> List[str]:
+    """The SAS variable names the columns ``names`` are written as, under ``valid_var_name`` (one of
+    NAME_RULES, after SAS's VALIDVARNAME= option): v7 writes names as given, upcase upper-cased,
+    any as name literals. Raises CmiEncodeError for the first name the rule refuses, and for two
+    names SAS would take for one (SAS names ignore case)."""
+    if valid_var_name not in NAME_RULES:
+        raise ValueError(f"valid_var_name {valid_var_name!r} is none of {NAME_RULES}")
+    written: List[str] = []
+    by_key: Dict[str, str] = {}
+    for name in names:
+        refused = _name_literal_problem(name, codepage) if valid_var_name == "any" else _v7_problem(name)
+        if refused is None and name.upper() in RESERVED_NAMES:
+            refused = "SAS reserves it for an automatic variable or a variable list", _RENAME
+        if refused is not None:
+            problem, remedy = refused
+            raise CmiEncodeError(f"column {name!r} is not a valid SAS variable name under "
+                                 f"validVarName={valid_var_name} ({problem}): {remedy}")
+        sas_name = name.upper() if valid_var_name == "upcase" else name
+        key = variable_name_key(sas_name)
+        if key in by_key:
+            raise CmiEncodeError(f"columns {by_key[key]!r} and {name!r} would be the same SAS variable (SAS "
+                                 f"names ignore case): rename one of them")
+        by_key[key] = name
+        written.append(sas_name)
+    return written
+
+
+def check_schema(schema: pa.Schema, valid_var_name: str, codepage: CodePage,
+                 type_names: Optional[Sequence[str]] = None) -> List[str]:
+    """Fail before any data moves when a column cannot become a SAS variable; the SAS variable
+    names otherwise. ``type_names``: the columns' types as the user knows them (Spark's names),
+    for the error; Arrow's by default."""
+    for i, field in enumerate(schema):
+        if _type_family(field.type) is None:
+            raise no_sas_equivalent(field.name, type_names[i] if type_names else str(field.type))
+    return sas_variable_names(schema.names, valid_var_name, codepage)
+
+
+def plan_variables(schema: pa.Schema, lengths: Mapping[str, int], codepage: CodePage, truncate: bool = False,
+                   fmt: Optional[FloatFormat] = None, valid_var_name: str = "v7") -> List[SasVariable]:
     """SAS variables for an Arrow schema; ``lengths`` = longest encoded value per string column.
     Numerics may be 3-8 bytes, or 2-8 in S/390 format (as z/OS SAS allows)."""
     shortest_numeric = 2 if fmt is FloatFormat.S390 else 3
-    check_schema(schema)
+    names = check_schema(schema, valid_var_name, codepage)
     variables: List[SasVariable] = []
     offset = 0
-    for field in schema:
+    for field, name in zip(schema, names):
         family = _type_family(field.type)
         declared = _meta(field, "sas_length")
         if family == "string":
@@ -117,7 +260,7 @@ def plan_variables(schema: pa.Schema, lengths: Mapping[str, int], truncate: bool
         fname, fwidth, fdec = split_display_format(fmt) if fmt else ("", 0, 0)
         iname, iwidth, idec = split_display_format(informat) if informat else ("", 0, 0)
         variables.append(SasVariable(
-            name=field.name, label=_meta(field, "label") or "", is_numeric=family != "string",
+            name=name, label=_meta(field, "label") or "", is_numeric=family != "string",
             length=length, offset=offset, format_name=fname, format_width=fwidth, format_decimals=fdec,
             informat_name=iname, informat_width=iwidth, informat_decimals=idec))
         offset += length
@@ -128,8 +271,13 @@ def _numbers(column: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
     """SAS numeric values (float64, 1960 epoch for temporal types) and the null mask."""
     t = column.type
     missing = column.is_null().to_numpy(zero_copy_only=False)
-    if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_floating(t):
-        # SAS numerics are doubles: integers beyond 2**53 round, as they do in SAS itself.
+    if pa.types.is_decimal(t):
+        # Arrow's decimal-to-double cast can miss the nearest double by one unit (0.69 becomes
+        # 0.6900000000000001); decimal text is exact, and Arrow parses it to the nearest double.
+        values = pc.cast(pc.cast(column, pa.string()), pa.float64()).fill_null(0).to_numpy(zero_copy_only=False)
+    elif pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t):
+        # SAS numerics are doubles: integers beyond 2**53 round (check_exact_numbers refuses them
+        # unless the caller accepts rounding).
         values = pc.cast(column, pa.float64(), safe=False).fill_null(0).to_numpy(zero_copy_only=False)
     elif pa.types.is_date(t):
         days = pc.cast(pc.cast(column, pa.date32()), pa.int32()).fill_null(0).to_numpy(zero_copy_only=False)
@@ -166,8 +314,7 @@ def encode_observations(table: pa.Table, variables: Sequence[SasVariable], codep
             try:
                 target[:] = fixed_width_from_strings(column, codepage, variable.length)
             except UnicodeEncodeError as e:
-                raise CmiEncodeError(f"column {variable.name}: {e.object[e.start:e.end]!r} cannot be "
-                                         f"encoded in {codepage.codec} (CCSID {codepage.ccsid})") from None
+                raise not_encodable(f"column {variable.name}", e, codepage) from None
             except ValueError as e:
                 raise CmiEncodeError(f"column {variable.name}, row {getattr(e, 'row', '?')}: {e}") from None
     return rows.tobytes()
@@ -214,8 +361,8 @@ class DatasetEncoder:
     def _text(self, value: str, what: str) -> bytes:
         try:
             return self.codepage.encode(value)
-        except UnicodeEncodeError:
-            raise CmiEncodeError(f"{what} {value!r} cannot be encoded in {self.codepage.codec}") from None
+        except UnicodeEncodeError as e:
+            raise not_encodable(what, e, self.codepage) from None
 
     def definition_payloads(self, nobs: int, label: str = "", dataset_type: str = "DATA") -> List[bytes]:
         """The dataset definition (type 1) and variable definition (type 2) messages."""

@@ -1,9 +1,11 @@
 """``df.write.format("cmi")``: DataFrames as CMI attachments in a dmpmqmsg dump (the default
 write format of ``engine/write.py``).
 
-Tasks stream their partition to an Arrow spill file under ``<dir>/_cmi_temporary/<job>/``
-and report row counts and the longest encoded value of each string column (SAS
-character widths are fixed, so they must be known before the first observation is
+The driver refuses, before anything is written, a DataFrame whose columns cannot be SAS
+variables (types, names). Tasks stream their partition to an Arrow spill file under
+``<dir>/_cmi_temporary/<job>/``, refuse numbers a SAS double would round (unless option
+lossyNumbers) and report row counts and the longest encoded value of each string column
+(SAS character widths are fixed, so they must be known before the first observation is
 encoded). The commit then streams the spills, in partition order, through the
 codec into one dump, renames it into place and removes the staging folder;
 ``abort`` removes it too. Memory stays bounded by one batch, whatever the row count.
@@ -20,6 +22,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 import pyarrow as pa
 from pyspark import TaskContext
+from pyspark.errors import PySparkTypeError
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
@@ -28,9 +31,11 @@ from ..charsets import code_page
 from ..cmi.emit import OutgoingAttachment, header_groups
 from ..engine.options import SaveOptions
 from ..engine.write import FileToWrite, dataset_attachment, file_attachment, stream_messages
-from ..errors import CmiEncodeError, CmiError, CmiOptionError
-from ..payload.sas_dataset_writer import check_schema, merge_lengths, string_lengths
+from ..errors import CmiError, CmiOptionError
+from ..payload.sas_dataset_writer import (check_exact_numbers, check_schema, merge_lengths, no_sas_equivalent,
+                                          string_lengths)
 from ..transports import capture_format
+from .reporting import reported
 
 STAGING_DIR = "_cmi_temporary"
 DUMP_PREFIX = "cmi-"
@@ -47,10 +52,14 @@ class CmiCommitMessage(WriterCommitMessage):
 
 
 def _arrow_schema_with_metadata(schema: StructType) -> pa.Schema:
-    """Spark's Arrow schema for the batches tasks receive, with the columns' label/format metadata."""
-    arrow = to_arrow_schema(schema, timezone="UTC")
+    """Spark's Arrow schema for the batches tasks receive, with the columns' label/format metadata.
+    A column Spark has no Arrow type for (a year-month or calendar interval) cannot be written."""
     fields = []
-    for arrow_field, spark_field in zip(arrow, schema.fields):
+    for spark_field in schema.fields:
+        try:
+            [arrow_field] = to_arrow_schema(StructType([spark_field]), timezone="UTC")
+        except PySparkTypeError:
+            raise no_sas_equivalent(spark_field.name, spark_field.dataType.simpleString()) from None
         meta = {k: str(v) for k, v in (spark_field.metadata or {}).items()
                 if k in ("label", "format", "informat", "sas_length")}
         fields.append(arrow_field.remove_metadata().with_metadata(meta) if meta else arrow_field.remove_metadata())
@@ -94,18 +103,18 @@ class CmiWriter(DataSourceArrowWriter):
         self.job_id = uuid.uuid4().hex
         self.destination_existed = os.path.isdir(options.directory)
         self.staging = os.path.join(options.directory, STAGING_DIR, self.job_id)
+        codepage = code_page(self.options.codec.ccsid)
         try:
-            message = code_page(options.codec.ccsid).encode(options.codec.application_message)
+            message = codepage.encode(self.options.codec.application_message)
         except UnicodeEncodeError:
-            raise CmiOptionError(f"option message cannot be encoded in CCSID {options.codec.ccsid}") from None
-        if len(message) > options.codec.max_message_bytes:
+            raise CmiOptionError(f"option message cannot be encoded in CCSID {self.options.codec.ccsid}") from None
+        if len(message) > self.options.codec.max_message_bytes:
             raise CmiOptionError(f"option message is {len(message)} bytes; one message holds at most "
-                                 f"{options.codec.max_message_bytes}")
+                                 f"{self.options.codec.max_message_bytes}")
         if options.kind == "dataset":
-            try:
-                check_schema(self.arrow_schema)
-            except CmiEncodeError as e:
-                raise CmiOptionError(str(e)) from None
+            # Types are named as Spark names them: the user wrote those.
+            check_schema(self.arrow_schema, self.options.codec.valid_var_name, codepage,
+                         [f.dataType.simpleString() for f in schema.fields])
         else:
             column = "text" if options.kind == "text" else "content"
             names = set(self.arrow_schema.names)
@@ -119,6 +128,7 @@ class CmiWriter(DataSourceArrowWriter):
 
     # -- tasks ------------------------------------------------------------------------------
 
+    @reported
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CmiCommitMessage:
         context = TaskContext.get()
         partition_id = context.partitionId() if context else 0
@@ -136,6 +146,8 @@ class CmiWriter(DataSourceArrowWriter):
                     batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.arrow_schema)
                     if self.options.kind == "dataset":
                         lengths = merge_lengths(lengths, string_lengths(batch, codepage))
+                        if not self.options.codec.lossy_numbers:
+                            check_exact_numbers(batch, rows, partition_id)
                     spill.write_batch(batch)
                     rows += batch.num_rows
         except BaseException:
@@ -154,7 +166,7 @@ class CmiWriter(DataSourceArrowWriter):
                 lengths = merge_lengths(lengths, m.lengths)
             batches = (b for m in group for b in _spill_batches(m.spill_path))
             return dataset_attachment(self.arrow_schema, lengths, sum(m.rows for m in group), batches,
-                                      o.library, member, o.codec, o.description, o.label)
+                                      o.library, member, self.options.codec, o.description, o.label)
 
         if not o.attachment_per_partition:
             return [attachment(parts, o.member)]
@@ -171,20 +183,21 @@ class CmiWriter(DataSourceArrowWriter):
                         raise CmiOptionError(f"a file row has a null name or {column}")
                     if o.kind == "text":
                         text = value if isinstance(value, str) else bytes(value).decode("utf-8")
-                        yield file_attachment(FileToWrite(name, text=text, lrecl=o.lrecl), o.codec)
+                        yield file_attachment(FileToWrite(name, text=text, lrecl=o.lrecl), self.options.codec)
                     else:
                         content = value if isinstance(value, bytes) else str(value).encode("utf-8")
-                        yield file_attachment(FileToWrite(name, content=content, lrecl=o.lrecl), o.codec)
+                        yield file_attachment(FileToWrite(name, content=content, lrecl=o.lrecl), self.options.codec)
 
+    @reported
     def commit(self, messages: List[Optional[CmiCommitMessage]]) -> None:
         o = self.options
         parts = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
         try:
             attachments = (self._dataset_attachments(parts) if o.kind == "dataset"
                            else list(self._file_attachments(parts)))
-            codepage = code_page(o.codec.ccsid)
-            groups = header_groups(attachments, codepage, o.codec.wire, o.codec.max_message_bytes)
-            messages_out = (m for group in groups for m in stream_messages(group, o.codec))
+            codepage = code_page(self.options.codec.ccsid)
+            groups = header_groups(attachments, codepage, self.options.codec.wire, self.options.codec.max_message_bytes)
+            messages_out = (m for group in groups for m in stream_messages(group, self.options.codec))
             transport = capture_format(o.write_format).transport
             if transport.sends_live(dict(o.transport_options)):  # nothing is written at the destination
                 transport.send(messages_out, dict(o.transport_options))
@@ -192,7 +205,7 @@ class CmiWriter(DataSourceArrowWriter):
             assembling = os.path.join(self.staging, "dump.tmp")
             with open(assembling, "wb") as out:
                 capture_format(o.write_format).write(
-                    out, messages_out, deterministic=o.codec.deterministic_seed is not None,
+                    out, messages_out, deterministic=self.options.codec.deterministic_seed is not None,
                     comments=[WRITER_MARK, f"Dataset = {o.dataset_name}" if o.kind == "dataset"
                               else f"Files = {o.kind}"])
             replaced = previous_dumps(o.directory) if self.overwrite else []

@@ -121,7 +121,7 @@ def capture_format(name: str) -> CaptureFormat:
         _load_entry_points()
     found = _FORMATS.get(name)
     if found is None:
-        raise not_one_of("option format: capture format", name, list(_FORMATS))
+        raise not_one_of("format", name, list(_FORMATS))
     return found
 
 
@@ -133,7 +133,7 @@ def write_format(transport: str) -> CaptureFormat:
     found = _TRANSPORTS.get(transport)
     writable = [t.name for t in _TRANSPORTS.values() if t.write_format]
     if found is None or not found.write_format:
-        raise not_one_of("option transport: transport", transport, writable)
+        raise not_one_of("transport", transport, writable)
     return capture_format(found.write_format)
 
 

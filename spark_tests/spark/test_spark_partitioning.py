@@ -44,7 +44,7 @@ def test_planning_decodes_no_observation(spark, tmp_path, big_dump):
     assert df.columns == ["ID", "CODE", "X"] and df.rdd.getNumPartitions() > 5
     with pytest.raises(Exception, match=r"CODE, observation \d+: .* is not valid UTF-8") as e:
         df.collect()
-    assert f"message {victim - 1}," in str(e.value)  # records[0] is the file header
+    assert f"  message: {victim}\n" in str(e.value)  # records[0] is the file header; messages count from 1
     cap = Capture.open(str(path))
     [att] = cap.attachments
     untouched = [s for s in cap.dataset_slices(att, 100_000)

@@ -161,7 +161,7 @@ def test_transport_options_are_checked_against_what_the_transport_declares():
 
 
 @pytest.mark.parametrize("options, expected", [
-    ({"format": "dmpmsg"}, "capture format 'dmpmsg' is not known (did you mean 'dmpmqmsg'?)"),
+    ({"format": "dmpmsg"}, "format 'dmpmsg' is not known (did you mean 'dmpmqmsg'?)"),
     ({"dataset": "A.B.C"}, "option dataset must be LIB.MEMBER or MEMBER, not 'A.B.C'"),
     ({"attachment": "12"}, "option attachment must be 32 hex digits"),
     ({"temporaltypes": "maybe"}, "option temporaltypes must be true or false, not 'maybe'"),
@@ -175,8 +175,8 @@ def test_read_option_values_are_checked(options, expected):
 
 
 @pytest.mark.parametrize("options, expected", [
-    ({"kind": "txt"}, "option kind: value 'txt' is not known (did you mean 'text'?); valid: dataset, text, binary"),
-    ({"validvarname": "UPCAS"}, "option validvarname: value 'UPCAS' is not known (did you mean 'upcase'?)"),
+    ({"kind": "txt"}, "kind 'txt' is not known (did you mean 'text'?); valid: dataset, text, binary"),
+    ({"validvarname": "UPCAS"}, "validVarName 'UPCAS' is not known (did you mean 'upcase'?)"),
     ({"lossynumbers": "perhaps"}, "option lossynumbers must be true or false"),
     ({"transport": "tibco"}, "transport 'tibco' is not known (did you mean 'tibrv'?)"),
 ])
