@@ -13,11 +13,13 @@ Read options (names are case-insensitive):
 
 - ``path`` (via ``load()``): a capture file, a directory (read recursively), a glob, or a list
   of them. Attachments may span files of one load.
-- ``format``: the capture format of every file (``dmpmqmsg``, ``amqsbcg``, ``mqget``, ``tibrv``);
+- ``format``: the capture format of every file (``dmpmqmsg``, ``amqsbcg``, ``mqget``, ``tibrv``,
+  ``mqtt``, ``pcap``, ``sapdb``);
   by default each file's format is recognised from its first bytes (compressed files too).
 - ``view``: ``dataset`` (default, the observations of one SAS dataset), ``attachments`` (one row
   per attachment), ``variables`` (one row per variable per dataset, like PROC CONTENTS),
-  ``files`` (one row per external file), ``messages`` (one row per physical message).
+  ``files`` (one row per external file), ``messages`` (one row per physical message), ``sapdb``
+  (one row per part of every SAP DB / MaxDB SQL packet).
 - ``dataset``: ``LIB.MEMBER`` (or ``MEMBER``), case-insensitive. ``attachment``: 32 hex digits.
   With neither: the only complete dataset; several complete datasets with identical variables
   are unioned; otherwise an error lists the candidates.
@@ -28,6 +30,11 @@ Read options (names are case-insensitive):
 - ``batchRows`` (default 65536), ``maxPartitionBytes`` (default 128 MiB) and ``minPartitions``
   (default: the CPU count): batch and partition sizes; one large attachment is cut at
   observation boundaries into several partitions.
+- ``sapdb.port``: with view ``sapdb``, the TCP ports of a pcap read as SAP DB (comma-separated).
+
+Any other option is an error that lists the valid ones and suggests the closest. A failure
+raises a Spark exception whose text starts with the ``cmi_datasource.errors`` class and problem;
+``cmi_datasource.errors.unwrap(exc)`` gives the typed error back.
 
 Writing::
 
@@ -37,7 +44,11 @@ Write options: ``dataset`` (default ``WORK.DATA``), ``encoding`` (546, 273 or 78
 (default 1208), ``longSize`` (4 or 8), ``maxMessageBytes`` (at most 32768), ``message``,
 ``description``, ``label``, ``truncate``, ``attachmentPerPartition``, ``deterministic``, ``kind``
 (``dataset``, or ``text``/``binary`` for a DataFrame of ``name`` + ``text``/``content``),
-``lrecl`` and ``transport`` (``mq``, a dmpmqmsg dump, or ``tibrv``, a TIB/Rendezvous capture).
+``lrecl``, ``validVarName`` (``v7``, ``upcase`` or ``any``: which column names are SAS names),
+``lossyNumbers`` (round decimals past 15 digits and longs past 2^53 instead of failing) and
+``transport`` (``mq``, a dmpmqmsg dump; ``tibrv``, a TIB/Rendezvous capture; ``mqtt``, a raw
+MQTT stream, or with ``mqtt.broker``, ``mqtt.topic``, ``mqtt.clientId``, ``mqtt.timeout`` a live
+broker).
 ``mode`` must be ``append`` or ``overwrite``::
 
     df.write.format("cmi").mode("append").option("transport", "tibrv").save("/data/outbound-rv")
