@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import importlib
 import re
 from dataclasses import dataclass, replace
 from typing import Dict, Iterator, Optional, Sequence
@@ -159,8 +160,9 @@ class DumpSyntaxError(CmiFormatError):
 class TruncatedError(CmiFormatError):
     """A declared length or count points past the end of the data it describes."""
 
-    hint = ("the file or message is cut short (a copy that stopped early, a capture size limit): capture "
-            "it again, or leave the file out of the load")
+    hint = ("the data ends before what a length or count declares: the file was cut short (a copy that "
+            "stopped early, a capture size limit) or the message is damaged; capture it again, or leave the "
+            "file out of the load")
 
 
 class AttachmentError(CmiFormatError):
@@ -212,20 +214,20 @@ def not_one_of(what: str, given: str, choices: Sequence[str]) -> CmiOptionError:
 
 # -- the typed error back from the text Spark shows ------------------------------------------------
 
-_NAMED = re.compile(r"cmi_datasource\.errors\.([A-Za-z]+): ")
+# Spark shows the class with its module: cmi_datasource.errors.X, or a transport's own module.
+_NAMED = re.compile(r"(cmi_datasource(?:\.\w+)*)\.([A-Za-z]+Error): ")
 _LABELLED = re.compile(r"  (what to do|file|message|file offset|payload offset|attachment|sequence): (.*)")
 _SPARK_TAIL = re.compile(r"\s*SQLSTATE: \w+\s*$")
 
 
-def _error_classes() -> Dict[str, type]:
-    """Every CmiError subclass defined (transports add their own), by class name."""
-    found: Dict[str, type] = {}
-    pending = [CmiError]
-    while pending:
-        cls = pending.pop()
-        found.setdefault(cls.__name__, cls)
-        pending.extend(cls.__subclasses__())
-    return found
+def _error_class(module: str, name: str) -> Optional[type]:
+    """The CmiError subclass ``module.name``: a transport's module is imported when this process
+    has not (a driver never imports the transports its workers use)."""
+    try:
+        found = getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        found = None
+    return found if isinstance(found, type) and issubclass(found, CmiError) else None
 
 
 def unwrap(exc: BaseException) -> Optional[CmiError]:
@@ -261,7 +263,7 @@ def unwrap_text(text: str) -> Optional[CmiError]:
     named = _NAMED.search(text)
     if named is None:
         return None
-    cls = _error_classes().get(named.group(1))
+    cls = _error_class(named.group(1), named.group(2))
     if cls is None:
         return None
     body = text[named.end():].split("\n")

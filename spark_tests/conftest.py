@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -37,7 +38,9 @@ def spark():
     session = (SparkSession.builder.master("local[2]").appName("cmi-tests")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.timeType.enabled", "true").getOrCreate())
+               .config("spark.sql.timeType.enabled", "true")
+               # Tables a test creates must not leave a spark-warehouse folder in the checkout.
+               .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="cmi-warehouse-")).getOrCreate())
     yield session
     session.stop()
 

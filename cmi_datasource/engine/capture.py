@@ -72,6 +72,18 @@ def sequence_of(att: Attachment, location: Location) -> Optional[int]:
     return next((k for k, m in att.sequenced.items() if at(m)), None)
 
 
+def _messages_of(path: str, fmt: CaptureFormat, use_index_cache: bool, named: bool) -> List[PhysicalMessage]:
+    """The file's physical messages; when the format was named by option, not recognised, an
+    error says it may be the wrong one."""
+    try:
+        return list(indexed(path, fmt) if use_index_cache else scan(path, fmt))
+    except CmiFormatError as e:
+        if not named:
+            raise
+        raise type(e)(e.problem, e.location, f"the file may be no {fmt.name} capture: leave out option('format') "
+                      f"to have its format recognised from its first bytes") from None
+
+
 @dataclass
 class Capture:
     paths: List[str]
@@ -93,7 +105,7 @@ class Capture:
         files = resolve_paths(paths)
         chosen: Dict[str, CaptureFormat] = {
             f: capture_format(format) if format else detect_format(f) for f in files}
-        messages = [m for f in files for m in (indexed(f, chosen[f]) if use_index_cache else scan(f, chosen[f]))]
+        messages = [m for f in files for m in _messages_of(f, chosen[f], use_index_cache, named=bool(format))]
         formats = {f: chosen[f].name for f in files}
         logical, unjoined = logical_messages(messages, formats)
         logical = [slim(m) if m.parts else m for m in logical]
@@ -170,10 +182,13 @@ class Capture:
         datasets = [a for a in self.attachments if a.entry.attachment_type == ATTACHMENT_DATASET]
         undescribed = sum(1 for m in self.messages if m.descriptor is None)
         if undescribed and not self.attachments:
+            own_views = sorted({v.name for t in map(self.transport_of, self.messages) if t for v in t.views})
             raise AttachmentError(
                 f"{undescribed} of {len(self.messages)} messages in {self.paths} have no message descriptor "
-                f"(an MQ queue dumped with dmpmqmsg -dN, say): CMI attachments are found by MsgType and "
-                f"CorrelId, so none can be assembled; option('view', 'messages') still lists the messages")
+                f"(an MQ queue dumped with dmpmqmsg -dN, or traffic that carries no CMI): CMI attachments are "
+                f"found by MsgType and CorrelId, so none can be assembled", hint=(
+                    f"read the traffic with option('view', '{own_views[0]}')" if own_views else
+                    "option('view', 'messages') still lists the messages"))
         if attachment:
             wanted = attachment.strip().upper()
             chosen = [a for a in self.attachments if a.key_hex == wanted]
@@ -192,11 +207,16 @@ class Capture:
         else:
             if not datasets:
                 broken = self.assembly.broken_headers
-                raise CmiOptionError(
-                    f"no SAS dataset attachments in {self.paths} ({len(self.attachments)} attachments, "
-                    f"{len(self.messages)} messages"
-                    + (f", {len(broken)} unreadable headers: {broken[0].problem}" if broken else "")
-                    + "); see option('view', 'attachments') or option('view', 'messages')")
+                counted = (f"no SAS dataset attachments in {self.paths} ({len(self.attachments)} attachments, "
+                           f"{len(self.messages)} messages")
+                if broken:
+                    raise AttachmentError(
+                        f"{counted}, {len(broken)} unreadable headers); the first: {broken[0].problem}",
+                        broken[0].message.location(), hint="option('view', 'attachments') lists every header "
+                        "with why it cannot be read; option('view', 'messages') shows their bytes")
+                raise CmiOptionError(counted + "); " + (
+                    "its attachments are external files: read them with option('view', 'files')"
+                    if self.attachments else "see option('view', 'attachments') or option('view', 'messages')"))
             chosen = [a for a in datasets if a.complete] or datasets
         for a in chosen:
             a.ordered_messages()  # IncompleteAttachmentError for an incomplete selection

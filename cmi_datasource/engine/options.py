@@ -26,8 +26,9 @@ MIN_MESSAGE_BYTES = 512
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20
 
 
-# Spark's own keys: load(path) arrives as "path", load([a, b]) as "paths" (JSON).
-_SPARK_KEYS = ("path", "paths")
+# Spark's own keys: load(path) arrives as "path", load([a, b]) as "paths" (JSON); a catalog table
+# (CREATE TABLE ... USING cmi) adds "owner", "provider" and, with LOCATION, "location" (its path).
+_SPARK_KEYS = ("path", "paths", "owner", "provider", "location")
 READ_OPTIONS = ("format", "view", "dataset", "attachment", "ccsid", "defaultCcsid", "temporalTypes",
                 "batchRows", "maxPartitionBytes", "minPartitions")
 WRITE_OPTIONS = ("dataset", "encoding", "ccsid", "longSize", "maxMessageBytes", "message", "description",
@@ -35,11 +36,17 @@ WRITE_OPTIONS = ("dataset", "encoding", "ccsid", "longSize", "maxMessageBytes", 
                  "validVarName", "lossyNumbers")
 
 
+def documented(key: str) -> str:
+    """An option's name as the documentation spells it (Spark hands them over lower-cased)."""
+    return next((name for name in READ_OPTIONS + WRITE_OPTIONS if name.lower() == key.lower()), key)
+
+
 def check_option_names(given: Mapping[str, str], own: Tuple[str, ...], side: str) -> None:
     """Every option in ``given`` is one of ``own`` or a "<transport>.<name>" option that transport
     declares (names without regard to case), and a transport option's value suits it."""
     known = {name.lower() for name in own + _SPARK_KEYS}
     writing = side == "write"
+    other_side = {name.lower() for name in (READ_OPTIONS if writing else WRITE_OPTIONS)}
     for key, value in given.items():
         lowered = str(key).lower()
         if "." in lowered:
@@ -48,6 +55,9 @@ def check_option_names(given: Mapping[str, str], own: Tuple[str, ...], side: str
             if lowered not in {name.lower() for name in declared}:
                 raise not_one_of(f"{side} option", key, declared or own)
             transport.check_option(lowered, str(value), writing)
+        elif lowered in other_side and lowered not in known:
+            raise CmiOptionError(f"{documented(lowered)} is a {'read' if writing else 'write'} option, not a "
+                                 f"{side} option; {side} options: {', '.join(own)}")
         elif lowered not in known:
             raise not_one_of(f"{side} option", key, own)
 
@@ -70,7 +80,7 @@ def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
         return True
     if value in ("false", "0", "no"):
         return False
-    raise CmiOptionError(f"option {key} must be true or false, not {raw!r}")
+    raise CmiOptionError(f"option {documented(key)} must be true or false, not {raw!r}")
 
 
 def _int(options: Mapping[str, str], key: str, default: Optional[int], low: int = 1) -> Optional[int]:
@@ -80,16 +90,17 @@ def _int(options: Mapping[str, str], key: str, default: Optional[int], low: int 
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise CmiOptionError(f"option {key} must be a whole number, not {raw!r}") from None
+        raise CmiOptionError(f"option {documented(key)} must be a whole number, not {raw!r}") from None
     if value < low:
-        raise CmiOptionError(f"option {key} must be at least {low}, not {value}")
+        raise CmiOptionError(f"option {documented(key)} must be at least {low}, not {value}")
     return value
 
 
 def _ccsid(options: Mapping[str, str], key: str) -> Optional[int]:
     value = _int(options, key, None)
     if value is not None and value not in CCSID_CODECS:
-        raise CmiOptionError(f"option {key}: CCSID {value} is not supported; supported: {sorted(CCSID_CODECS)}")
+        raise CmiOptionError(f"option {documented(key)}: CCSID {value} is not supported; supported: "
+                             f"{sorted(CCSID_CODECS)}")
     return value
 
 
@@ -114,11 +125,13 @@ class ReadOptions:
         check_option_names(options, READ_OPTIONS, "read")
         paths: Tuple[str, ...] = ()
         if options.get("paths"):
-            paths = tuple(json.loads(options["paths"]))
-        elif options.get("path"):
-            paths = (options["path"],)
+            paths = _path_list(options["paths"])
+        elif options.get("path") or options.get("location"):
+            paths = (options.get("path") or options["location"],)
         if not paths:
-            raise CmiOptionError("no path given: spark.read.format('cmi').load('<dump file, directory or glob>')")
+            raise CmiOptionError("no path given: spark.read.format('cmi').load('<dump file, directory or glob>'); "
+                                 "a catalog table (CREATE TABLE ... USING cmi) cannot stand in for it: Spark 4.3 "
+                                 "hands a Python data source none of a table's options when it is read")
         view = str(options.get("view", "dataset")).strip().lower()
         capture_format = options.get("format")
         if capture_format is not None:
@@ -141,6 +154,18 @@ class ReadOptions:
                    max_partition_bytes=_int(options, "maxpartitionbytes", DEFAULT_MAX_PARTITION_BYTES),
                    min_partitions=_int(options, "minpartitions", os.cpu_count() or 1),
                    transport_options=tuple(sorted((k, str(v)) for k, v in options.items() if "." in k)))
+
+
+def _path_list(raw: str) -> Tuple[str, ...]:
+    """Option paths: the JSON list Spark makes of load([a, b])."""
+    try:
+        paths = json.loads(raw)
+    except ValueError:
+        paths = None
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise CmiOptionError(f"option paths must be a JSON list of paths (what load([a, b]) passes), not {raw!r}; "
+                             f"give one path with load(path)")
+    return tuple(paths)
 
 
 _SAS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -83,7 +83,7 @@ def string_lengths(data, codepage: CodePage) -> Dict[str, int]:
         try:
             out[field.name] = max_encoded_length(column, codepage)
         except UnicodeEncodeError as e:
-            raise not_encodable(f"column {field.name}", e, codepage) from None
+            raise not_encodable(f"column {field.name!r}", e, codepage) from None
     return out
 
 
@@ -139,8 +139,8 @@ def check_exact_numbers(data, first_row: int = 0, partition: Optional[int] = Non
                    if checked_decimal else
                    f"is beyond +-2**53 ({MAX_EXACT_INTEGER}), past which a SAS number (a double) rounds integers")
         where = f"row {first_row + row + 1}"
-        if partition is not None:
-            where = f"partition {partition}, {where}"
+        if partition is not None:  # Spark's numbering, from 0: what spark_partition_id() gives
+            where = f"{where} of spark_partition_id() {partition}"
         raise CmiEncodeError(f"column {field.name!r}, {where}: {column[row].as_py()} {problem}: set option "
                              f"lossyNumbers=true to write such values rounded, or cast the column to string "
                              f"to keep every digit")
@@ -314,7 +314,7 @@ def encode_observations(table: pa.Table, variables: Sequence[SasVariable], codep
             try:
                 target[:] = fixed_width_from_strings(column, codepage, variable.length)
             except UnicodeEncodeError as e:
-                raise not_encodable(f"column {variable.name}", e, codepage) from None
+                raise not_encodable(f"column {variable.name!r}", e, codepage) from None
             except ValueError as e:
                 raise CmiEncodeError(f"column {variable.name}, row {getattr(e, 'row', '?')}: {e}") from None
     return rows.tobytes()

@@ -65,6 +65,7 @@ from pyspark.sql.types import StructField, StructType
 
 from ..engine.options import ReadOptions, SaveOptions
 from ..engine.views import view
+from ..errors import CmiOptionError
 from .reporting import reported
 from .writer import CmiWriter
 
@@ -114,7 +115,13 @@ class CmiDataSource(DataSource):
 
     @reported
     def reader(self, schema: StructType) -> "CmiReader":
-        return CmiReader(self.read_options, schema)
+        options = self.read_options
+        own = spark_schema(view(options.view).schema(options))
+        if [(f.name, f.dataType) for f in schema.fields] != [(f.name, f.dataType) for f in own.fields]:
+            # Batches are built by the capture's layout; another schema cannot be honoured.
+            raise CmiOptionError(f"the schema comes from the capture; drop .schema(...) (the capture's is "
+                                 f"{own.simpleString()}, the one given {schema.simpleString()})")
+        return CmiReader(options, schema)
 
     @reported
     def writer(self, schema: StructType, overwrite: bool) -> CmiWriter:

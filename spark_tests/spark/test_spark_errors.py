@@ -92,7 +92,7 @@ def test_a_write_failing_in_a_task_says_why_first_and_leaves_nothing(spark, tmp_
     with pytest.raises(PythonException) as raised:
         df.write.format("cmi").mode("append").option("ccsid", "819").save(str(out))
     lines = str(raised.value).split("\n")
-    assert lines[1] == ("cmi_datasource.errors.CmiEncodeError: column s: '€' cannot be encoded in iso8859-1 "
+    assert lines[1] == ("cmi_datasource.errors.CmiEncodeError: column 's': '€' cannot be encoded in iso8859-1 "
                         "(CCSID 819); write with option('ccsid', ...) naming a code page that has it "
                         "(1208, UTF-8, has every character)")
     assert not out.exists() or os.listdir(out) == []
@@ -123,3 +123,27 @@ def test_the_shipped_conf_keeps_the_console_quiet(latin1_dump, samples_dir, tmp_
     assert run.stdout.startswith("cmi_datasource.errors.ValueConversionError: variable S")
     noise = [line for line in run.stderr.splitlines() if line.strip() and line != JVM_INCUBATOR_LINE]
     assert noise == []
+
+
+def test_a_schema_given_by_the_user_is_refused_unless_it_is_the_captures(spark, samples_dir):
+    import os
+    path = os.path.join(samples_dir, "mixed_types.dmp")
+    with pytest.raises(Exception) as raised:
+        spark.read.format("cmi").schema("a int").load(path).collect()
+    assert "cmi_datasource.errors.CmiOptionError: the schema comes from the capture; drop .schema(...)" in str(raised.value)
+    own = spark.read.format("cmi").load(path).schema
+    assert spark.read.format("cmi").schema(own).load(path).count() == 6
+
+
+def test_a_catalog_table_is_created_but_reading_it_says_to_load_the_path(spark, samples_dir):
+    # Spark 4.3 passes owner, provider and location when the table is created (accepted, the
+    # schema comes from the capture), and no option at all when it is read.
+    import os
+    path = os.path.join(samples_dir, "mixed_types.dmp")
+    spark.sql(f"CREATE TABLE cmi_customers USING cmi LOCATION '{path}'")
+    try:
+        assert "BALANCE" in spark.table("cmi_customers").columns
+        with pytest.raises(Exception, match="cannot stand in for it: Spark 4.3 hands a Python data source none"):
+            spark.table("cmi_customers").count()
+    finally:
+        spark.sql("DROP TABLE cmi_customers")

@@ -8,7 +8,7 @@ import pytest
 
 from cmi_datasource.engine.capture import Capture
 from cmi_datasource.engine.write import DatasetToWrite, FileToWrite
-from cmi_datasource.errors import CmiFormatError, CmiOptionError, DumpSyntaxError, TruncatedError
+from cmi_datasource.errors import AttachmentError, CmiFormatError, CmiOptionError, DumpSyntaxError, TruncatedError
 from cmi_datasource.transports.mq.dmpmqmsg import write_dump
 
 from support import build_mq_messages, capture_of, physical
@@ -62,8 +62,9 @@ def test_header_attachment_count_larger_than_the_header():
     [row] = cap.attachments_table().to_pylist()
     assert row["kind"] == "header" and row["complete"] is False
     assert "no CMI layout" in row["problem"] and "message 1," in row["problem"]
-    with pytest.raises(CmiOptionError, match="1 unreadable headers"):
+    with pytest.raises(AttachmentError, match="1 unreadable headers") as e:
         cap.dataset_table()
+    assert e.value.message_number == 1 and "option('view', 'attachments') lists every header" in e.value.hint
 
 
 def test_file_record_length_past_the_end():

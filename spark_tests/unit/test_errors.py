@@ -3,6 +3,7 @@ options checked by name and value before any work starts."""
 from __future__ import annotations
 
 import pickle
+import traceback
 
 import pyarrow as pa
 import pytest
@@ -60,9 +61,16 @@ def test_a_task_failure_text_with_a_traceback_still_unwraps():
     assert isinstance(back, ValueConversionError) and back.location == e.location and back.problem == e.problem
 
 
+def _as_spark_shows(e: BaseException) -> str:
+    """The text a worker sends for an exception when its traceback is hidden."""
+    return "".join(traceback.format_exception_only(type(e), e))
+
+
 def test_transport_errors_and_plain_errors_unwrap_by_their_class():
-    packet = unwrap_text(f"cmi_datasource.errors.SqlPacketError: {SqlPacketError('bad part', Location('s.rte', 1, 8))}")
-    assert type(packet) is SqlPacketError and packet.message_number == 2
+    shown = _as_spark_shows(SqlPacketError("bad part", Location("s.rte", 1, 8)))
+    assert shown.startswith("cmi_datasource.transports.sapdb.packet.SqlPacketError: bad part")
+    packet = unwrap_text("[PYTHON_DATA_SOURCE_ERROR] Failed: " + shown)
+    assert type(packet) is SqlPacketError and packet.message_number == 2 and packet.source == "s.rte"
     option = unwrap_text("x: cmi_datasource.errors.CmiOptionError: option view 'a' is not known; valid: dataset")
     assert type(option) is CmiOptionError and str(option) == "option view 'a' is not known; valid: dataset"
     assert unwrap(ValueError("no cmi error here")) is None
@@ -164,8 +172,8 @@ def test_transport_options_are_checked_against_what_the_transport_declares():
     ({"format": "dmpmsg"}, "format 'dmpmsg' is not known (did you mean 'dmpmqmsg'?)"),
     ({"dataset": "A.B.C"}, "option dataset must be LIB.MEMBER or MEMBER, not 'A.B.C'"),
     ({"attachment": "12"}, "option attachment must be 32 hex digits"),
-    ({"temporaltypes": "maybe"}, "option temporaltypes must be true or false, not 'maybe'"),
-    ({"batchrows": "0"}, "option batchrows must be at least 1, not 0"),
+    ({"temporaltypes": "maybe"}, "option temporalTypes must be true or false, not 'maybe'"),
+    ({"batchrows": "0"}, "option batchRows must be at least 1, not 0"),
     ({"ccsid": "4711"}, "CCSID 4711 is not supported"),
 ])
 def test_read_option_values_are_checked(options, expected):
@@ -177,7 +185,7 @@ def test_read_option_values_are_checked(options, expected):
 @pytest.mark.parametrize("options, expected", [
     ({"kind": "txt"}, "kind 'txt' is not known (did you mean 'text'?); valid: dataset, text, binary"),
     ({"validvarname": "UPCAS"}, "validVarName 'UPCAS' is not known (did you mean 'upcase'?)"),
-    ({"lossynumbers": "perhaps"}, "option lossynumbers must be true or false"),
+    ({"lossynumbers": "perhaps"}, "option lossyNumbers must be true or false"),
     ({"transport": "tibco"}, "transport 'tibco' is not known (did you mean 'tibrv'?)"),
 ])
 def test_write_option_values_are_checked(options, expected):
@@ -190,3 +198,49 @@ def test_the_view_option_suggests_the_closest_view():
     from cmi_datasource.engine.views import view
     with pytest.raises(CmiOptionError, match=r"view 'atachments' is not known \(did you mean 'attachments'\?\)"):
         view("atachments")
+
+
+def test_an_option_of_the_other_side_says_so():
+    with pytest.raises(CmiOptionError, match="encoding is a write option, not a read option; read options: format,"):
+        ReadOptions.parse({"path": "x.dmp", "encoding": "273"})
+    with pytest.raises(CmiOptionError, match="view is a read option, not a write option; write options: dataset,"):
+        SaveOptions.parse({"path": "/tmp/out", "view": "messages"})
+
+
+def test_paths_must_be_the_list_spark_makes():
+    assert ReadOptions.parse({"paths": '["a.dmp", "b.dmp"]'}).paths == ("a.dmp", "b.dmp")
+    for raw in ("a.dmp,b.dmp", '"a.dmp"', "[1, 2]"):
+        with pytest.raises(CmiOptionError, match="option paths must be a JSON list of paths"):
+            ReadOptions.parse({"paths": raw})
+
+
+def test_a_catalog_table_location_is_its_path():
+    # CREATE TABLE t USING cmi LOCATION /data/q hands over owner, provider and location (at creation).
+    o = ReadOptions.parse({"owner": "me", "provider": "cmi", "location": "file:/data/q"})
+    assert o.paths == ("file:/data/q",)
+
+
+def test_a_format_named_by_option_that_does_not_fit_says_it_may_be_the_wrong_one(samples_dir):
+    import os
+    with pytest.raises(CmiFormatError) as raised:
+        Capture.open([os.path.join(samples_dir, "mixed_types.dmp")], format="tibrv", use_index_cache=False)
+    assert raised.value.hint.startswith("the file may be no tibrv capture: leave out option('format')")
+    back = unwrap_text(_as_spark_shows(raised.value))
+    assert type(back) is type(raised.value) and back.hint == raised.value.hint
+
+
+def test_traffic_without_cmi_points_to_its_transports_view(samples_dir):
+    import os
+    from cmi_datasource.errors import AttachmentError
+    capture = Capture.open([os.path.join(samples_dir, "sapdb_session.rte")])
+    with pytest.raises(AttachmentError) as raised:
+        capture.dataset_table()
+    assert raised.value.hint == "read the traffic with option('view', 'sapdb')"
+
+
+def test_a_capture_of_files_only_points_to_the_files_view(samples_dir):
+    import os
+    capture = Capture.open([os.path.join(samples_dir, "files.dmp")])
+    with pytest.raises(CmiOptionError, match="its attachments are external files: read them with "
+                                             "option\\('view', 'files'\\)"):
+        capture.dataset_table()

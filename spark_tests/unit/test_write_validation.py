@@ -197,7 +197,7 @@ def test_a_decimal_of_more_than_15_digits_is_refused_naming_column_value_and_row
     assert text == ("column 'amount', row 3: 1234567890123456789012345678.0000000000 has 28 significant digits "
                     "and a SAS number (a double) holds 15: set option lossyNumbers=true to write such values "
                     "rounded, or cast the column to string to keep every digit")
-    with pytest.raises(CmiEncodeError, match=r"column 'amount', partition 4, row 103: 1234567890"):
+    with pytest.raises(CmiEncodeError, match=r"column 'amount', row 103 of spark_partition_id\(\) 4: 1234567890"):
         check_exact_numbers(table, first_row=100, partition=4)
 
 
