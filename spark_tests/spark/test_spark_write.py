@@ -161,7 +161,7 @@ def test_long_strings_need_truncate_and_code_page_errors_name_the_column(spark, 
     long_text.write.format("cmi").mode("append").option("truncate", "true").save(str(tmp_path / "b"))
     [row] = spark.read.format("cmi").load(str(tmp_path / "b")).collect()
     assert row["s"] == "x" * 32767
-    with pytest.raises(PySparkException, match="column s.*cannot be encoded in cp037"):
+    with pytest.raises(PySparkException, match="column 's'.*cannot be encoded in cp037"):
         spark.createDataFrame([("漢字",)], "s string").write.format("cmi").mode("append") \
             .option("ccsid", "37").option("encoding", "785").save(str(tmp_path / "c"))
 
