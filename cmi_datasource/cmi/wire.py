@@ -10,7 +10,7 @@ import struct
 from dataclasses import dataclass
 from typing import Callable, Tuple
 
-from ..errors import Location, TruncatedError
+from ..errors import CmiEncodeError, Location, TruncatedError
 from ..layout import BIG
 
 
@@ -96,27 +96,38 @@ class FieldReader:
 
 
 class FieldWriter:
-    """Builds a payload field by field, in the same primitives as FieldReader."""
+    """Builds a payload field by field, in the same primitives as FieldReader.
+
+    A number its field cannot hold (too large, or no integer) is a CmiEncodeError, never a
+    struct.error: callers that take values from a capture check them first, naming where they
+    were read; this is what is left when one does not."""
 
     def __init__(self, wire: WireFormat):
         self.wire = wire
         self.out = bytearray()
         self._int, self._short, self._long = wire.structs()
 
-    def int32(self, v: int) -> "FieldWriter":
-        self.out += self._int.pack(v)
+    def _pack(self, s: struct.Struct, v: int, what: str) -> "FieldWriter":
+        try:
+            self.out += s.pack(v)
+        except struct.error:
+            raise CmiEncodeError(f"{v!r} does not fit a CMI {what} ({s.size}-byte integer)") from None
         return self
+
+    def int32(self, v: int) -> "FieldWriter":
+        return self._pack(self._int, v, "int")
 
     def short(self, v: int) -> "FieldWriter":
-        self.out += self._short.pack(v)
-        return self
+        return self._pack(self._short, v, "short")
 
     def long(self, v: int) -> "FieldWriter":
-        self.out += self._long.pack(v)
-        return self
+        return self._pack(self._long, v, "long")
 
     def char(self, v: int) -> "FieldWriter":
-        self.out.append(v)
+        try:
+            self.out.append(v)
+        except (TypeError, ValueError):
+            raise CmiEncodeError(f"{v!r} does not fit a CMI char (one byte)") from None
         return self
 
     def raw(self, v: bytes) -> "FieldWriter":

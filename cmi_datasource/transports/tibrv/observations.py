@@ -7,13 +7,19 @@ out (Encoding 273): a numeric's high-order ``length`` bytes of its big-endian do
 value blank-padded to its length; so the SAS codec decodes both transports alike. A vtype that
 contradicts VAR, a value of the wrong type, a string longer than its variable or a field past the
 message is an error naming the observation, the variable and the byte offset.
+
+Every size and count the kernels use comes from the capture: ``observation_rows`` checks the
+layout (each variable's length, their sum against DAT's observation length) and bounds the count
+by the message's bytes before it allocates, and the kernels compare every index with the ends of
+their arrays, so that no capture, however damaged, makes them read or write outside them.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ...compiled import kernel
-from ...errors import Location
+from ...errors import Location, message_number
+from ...payload.sas_dataset import MAX_CHARACTER_LENGTH
 from .records import ObservationLayout, RvCmiError
 from .wire import INT, read_fields
 
@@ -23,14 +29,18 @@ _SHORT, _LONG = 0x79, 0x7A
 _PROBLEMS = {1: "a field runs past the end of the message", 2: "the vtype field is not a 4-byte int",
              3: "the vtype contradicts the variable's type in VAR", 4: "a numeric value is not an 8-byte real",
              5: "a character value is not a string", 6: "a string is longer than its variable",
-             7: "fields follow the last observation"}
+             7: "fields follow the last observation",
+             8: "the variables' lengths in VAR overrun the observation length in DAT"}
+MAX_NUMERIC_LENGTH = 8  # the bytes of a double: a numeric's width in the rows
 
 
 @kernel
 def _field(buf, p, e):
     """(data start, data size, type, next field) of the field at buf[p], or (-1, 0, 0, p) when it
-    runs past e. Bounds: every index is checked against e."""
-    if p >= e:
+    runs past e. Bounds: every index is checked against e, itself no more than the buffer's size."""
+    if e > buf.shape[0]:
+        e = buf.shape[0]
+    if p < 0 or p >= e:
         return -1, 0, 0, p
     q = p + 1 + buf[p]
     if q >= e:
@@ -63,7 +73,12 @@ def _field(buf, p, e):
 @kernel
 def _rows(buf, p, e, count, numeric, lengths, offsets, obs_length, out, blank):
     """Write ``count`` observations from the fields at buf[p:e] into out (count * obs_length
-    bytes, which the caller provides); returns (0, 0, 0, 0) or (problem, observation, variable, offset)."""
+    bytes, which the caller provides); returns (0, 0, 0, 0) or (problem, observation, variable, offset).
+    Bounds: ``_field`` keeps at + size within buf; a value is copied only when its bytes lie within
+    its field's data and its variable's place within out (problem 8 otherwise)."""
+    if e > buf.shape[0]:
+        e = buf.shape[0]
+    room = out.shape[0]
     for row in range(count):
         base = row * obs_length
         for v in range(lengths.shape[0]):
@@ -82,9 +97,13 @@ def _rows(buf, p, e, count, numeric, lengths, offsets, obs_length, out, blank):
                 return 1, row, v, p
             to = base + offsets[v]
             width = lengths[v]
+            if to < 0 or width < 0 or to + width > room:
+                return 8, row, v, p
             if numeric[v]:
                 if code != 13 or size != 8:
                     return 4, row, v, p
+                if width > size:
+                    return 8, row, v, p
                 for k in range(width):
                     out[to + k] = buf[at + k]
             else:
@@ -105,21 +124,45 @@ def _rows(buf, p, e, count, numeric, lengths, offsets, obs_length, out, blank):
     return 0, 0, 0, 0
 
 
+def _check_layout(layout: ObservationLayout, where: Location) -> None:
+    """The layout fits the kernel: each variable 1 to 8 (numeric) or 1 to 32767 bytes, together no
+    more than the observation length; and that length pads them by at most 8 bytes a variable (SAS
+    aligns, no more), so that a damaged DAT cannot size the rows it allocates. An error names the
+    VAR or DAT field at fault (``where``, the ATO message, when the layout does not say)."""
+    lengths_at = layout.lengths_at or (where,) * len(layout.lengths)
+    ato = "ATO message" if where.message_index is None else f"ATO message {message_number(where.message_index)}"
+    for v, (numeric, length, at) in enumerate(zip(layout.numeric, layout.lengths, lengths_at)):
+        top = MAX_NUMERIC_LENGTH if numeric else MAX_CHARACTER_LENGTH
+        if not 1 <= length <= top:
+            raise RvCmiError(f"the rows of {ato} cannot be laid out: VAR gives "
+                             f"{'numeric' if numeric else 'character'} variable {v + 1} length {length}, "
+                             f"not 1 to {top}", at)
+    total = sum(layout.lengths)
+    slack = MAX_NUMERIC_LENGTH * (len(layout.lengths) + 1)
+    if not total <= layout.obs_length <= total + slack:
+        raise RvCmiError(f"the rows of {ato} cannot be laid out: DAT's observation length is "
+                         f"{layout.obs_length} but the {len(layout.lengths)} variables in VAR take {total} bytes "
+                         f"(and at most {slack} of padding)", layout.obs_length_at or where)
+
+
 def observation_rows(body: bytes, start: int, end: int, layout: ObservationLayout, where: Location) -> bytes:
     """The record type (3) and the rows of the ATO message whose fields lie in body[start:end]."""
+    end = min(end, len(body))
     fields = read_fields(body, start, end, where.at_payload)
     head = [next(fields, None), next(fields, None)]
     if None in head or [f.field_id for f in head] != [1, 2] or head[0].type != INT:
         raise RvCmiError("ATO message does not start with its count (field 1) and record type (field 2)", where)
-    count = head[0].value
+    count = head[0].decoded(where.at_payload)
     view = np.frombuffer(body, dtype=np.uint8)
-    pairs_start = _field(view, head[1].offset, end)[3]
+    pairs_start = head[1].data_offset + len(head[1].data)  # read_fields kept it within end
     nvars = len(layout.lengths)
     # Each value takes two fields of at least 7 bytes: bounds an untrusted count before allocating.
     if count < 0 or (nvars and count * nvars * 14 > end - pairs_start) or (not nvars and count):
         raise RvCmiError(f"ATO declares {count} observations of {nvars} variables in {end - pairs_start} bytes",
                          where)
-    out = np.empty(4 + count * layout.obs_length, dtype=np.uint8)
+    if count:
+        _check_layout(layout, where)
+    out = np.zeros(4 + count * layout.obs_length, dtype=np.uint8)  # zeros: the padding RV does not carry
     out[:4] = np.frombuffer((3).to_bytes(4, "big"), dtype=np.uint8)
     lengths = np.asarray(layout.lengths, dtype=np.int64)
     offsets = (np.cumsum(lengths) - lengths).astype(np.int64)

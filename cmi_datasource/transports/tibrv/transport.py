@@ -24,7 +24,7 @@ from ..base import CaptureFormat, Transport
 from . import records
 from .observations import observation_rows
 from .records import ENCODING, ObservationLayout
-from .wire import HEADER, MAGIC, message_end, read_fields
+from .wire import HEADER, MAGIC, RvField, message_end, read_fields
 from .writer import write_rv
 
 _ZERO_CORREL = bytes(24)
@@ -53,8 +53,8 @@ class _Reader:
 
     def __init__(self, source: str):
         self.source = source
-        self.definition = None
-        self.variables: List[Tuple[bool, int]] = []
+        self.definition: Optional[Tuple[List[RvField], Location]] = None  # the DAT message's fields, and where
+        self.variables: List[Tuple[bool, int, Location]] = []
         self.layout: Optional[ObservationLayout] = None
 
     def message(self, data: bytes, pos: int, base_offset: int, index: int) -> Tuple[PhysicalMessage, int]:
@@ -75,15 +75,17 @@ class _Reader:
             keys = tuple(e.key for e in header.attachments) + (header.message_correl_id,)
             self.definition, self.variables, self.layout = None, [], None
         elif kind in ("MSG", "DATA"):
-            payload, values = records.application_text(fields), records.application_values(fields)
+            values = records.application_values(fields, located)
+            payload = records.application_text(fields, located)
         elif kind == "DAT":
             payload = records.dataset_definition(fields, located)
-            self.definition, self.variables, self.layout = fields, [], None
+            self.definition, self.variables, self.layout = (fields, located), [], None
         elif kind == "VAR":
             payload, layout = records.variable_definitions(fields, located)
             self.variables += layout
-            self.layout = None if self.definition is None else records.layout_of(self.definition, self.variables,
-                                                                                   located)
+            if self.definition is not None:
+                definition, definition_at = self.definition
+                self.layout = records.layout_of(definition, self.variables, definition_at)
         elif kind == "ATO":
             hint = self.layout
             if hint is None:  # re-read alone: the transport rebuilds it with the layout planning kept
@@ -101,7 +103,8 @@ class _Reader:
             payload, count = records.WIRE.structs()[0].pack(0), records.count_of(fields, "LST", located)
         else:
             raise records.RvCmiError(f"RV message of type {kind!r}: not one of {', '.join(records.KINDS)}", located)
-        details = RvDetails(kind, field_count, records.summary(fields, field_count), count, keys, raw, values)
+        shown = records.summary(fields, field_count, SUMMARY_FIELDS, located)
+        details = RvDetails(kind, field_count, shown, count, keys, raw, values)
         return PhysicalMessage(_descriptor(msg_type, correl), payload, self.source, index, base_offset + pos,
                                base_offset + end, details=details, reread_hint=hint), end
 

@@ -55,6 +55,8 @@ def _int(signed: bool) -> Callable[[bytes], int]:
 
 
 def _real(data: bytes) -> float:
+    if len(data) not in (4, 8):
+        raise ValueError("a real is 4 or 8 bytes")
     return struct.unpack(">d" if len(data) == 8 else ">f", data)[0]
 
 
@@ -65,6 +67,9 @@ def _string(data: bytes) -> bytes:
 
 
 def _datetime(data: bytes) -> dt.datetime:
+    """8 bytes: u32 seconds and u32 microseconds since 1970; up to 4: the seconds alone."""
+    if len(data) != 8 and len(data) > 4:  # more would overflow datetime: no RV sender writes it
+        raise ValueError("a datetime is 8 bytes (seconds, microseconds) or at most 4 (seconds)")
     seconds, micros = struct.unpack(">II", data) if len(data) == 8 else (int.from_bytes(data, "big"), 0)
     return dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds, microseconds=micros)
 
@@ -124,13 +129,25 @@ class RvField:
     type: int
     data: bytes  # the value's bytes as sent (a nested message: its whole wire form)
     offset: int  # where the field starts in the buffer it was read from
+    data_offset: int  # where its data starts in that buffer (data_offset + len(data): where the next field starts)
 
     @property
     def value(self) -> Any:
+        return self.decoded()
+
+    def decoded(self, where: Callable[[int], Location] = lambda at: Location(None, None, None, at)) -> Any:
+        """The value; ``where`` maps an offset in the buffer the field was read from to the
+        location an error names. Data of a width its type cannot take is an RvFormatError."""
         if self.type == MESSAGE:
-            return read_message(self.data, 0)[0]
+            return read_message(self.data, 0, lambda at: where(self.data_offset + at))[0]
         known = TYPES.get(self.type)
-        return known.decode(self.data) if known else self.data
+        if known is None:
+            return self.data
+        try:
+            return known.decode(self.data)
+        except (ValueError, OverflowError, struct.error) as e:
+            raise RvFormatError(f"field {self.name!r} ({known.name}) of {len(self.data)} bytes cannot be read: {e}",
+                                where(self.offset)) from None
 
 
 def _need(buf: bytes, pos: int, count: int, end: int, what: str, where: Callable[[int], Location]) -> None:
@@ -176,7 +193,7 @@ def read_fields(buf: bytes, start: int, end: int,
             if size < 0:
                 raise RvFormatError(f"field {name!r} declares a size smaller than its own size bytes", where(pos))
         _need(buf, pos, size, end, f"field {name!r} ({type_name(code)})", where)
-        yield RvField(name, field_id, code, bytes(buf[pos:pos + size]), field_start)
+        yield RvField(name, field_id, code, bytes(buf[pos:pos + size]), field_start, pos)
         pos += size
 
 
