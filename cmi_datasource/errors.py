@@ -143,6 +143,31 @@ class CmiFormatError(CmiError):
         return self.location.sequence
 
 
+@dataclass(frozen=True)
+class KeptError:
+    """A ``CmiFormatError`` kept to report or raise later (a damaged message, an attachment's
+    unreadable layout): its fields, not the exception, whose traceback's frames would hold what
+    they saw alive in a reference cycle. Pickles small, as the message index stores it."""
+
+    kind: type
+    problem: str
+    location: Location
+    hint: str
+
+    @classmethod
+    def of(cls, e: CmiFormatError) -> "KeptError":
+        return cls(type(e), e.problem, e.location, e.hint)
+
+    def error(self) -> CmiFormatError:
+        return self.kind(self.problem, self.location, self.hint)
+
+    def within(self, attachment: Optional[str] = None, sequence: Optional[int] = None) -> "KeptError":
+        return replace(self, location=self.location.within(attachment, sequence))
+
+    def summary(self) -> str:
+        return self.error().summary()
+
+
 class UnknownCaptureFormatError(CmiFormatError):
     """No registered capture format recognises the file (see option ``format``)."""
 

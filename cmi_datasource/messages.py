@@ -14,7 +14,7 @@ from typing import Any, Optional, Tuple
 
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, computed about 5 times faster
 
-from .errors import Location
+from .errors import KeptError, Location
 
 # (source, index, file_offset, file_end): enough to re-read one physical message later, in read().
 MessageSpan = Tuple[str, int, int, int]
@@ -41,6 +41,9 @@ class PhysicalMessage:
     details: Any = None  # the transport's own record of the message (opaque to everything else)
     header_length: int = 0  # transport header bytes removed from the front of the captured data
     problem: Optional[str] = None  # the capture holds the message damaged (cut short, ...): why
+    # A stretch of the capture its format could not parse, kept as one message whose payload is
+    # unknown (b""): the error, raised again by a read that must not go on past damage (FAILFAST).
+    damage: Optional[KeptError] = None
     # What the transport needs, beside the spans, to rebuild this message when a partition re-reads
     # it (TIB/RV: the variables an ATO message's values are laid out by); plans carry it.
     reread_hint: Any = None

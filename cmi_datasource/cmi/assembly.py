@@ -22,7 +22,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..charsets import CharsetPolicy, CodePage, UnknownCcsid
 from ..encoding import integer_order
-from ..errors import AttachmentError, CmiFormatError, IncompleteAttachmentError, UnsupportedEncodingError
+from ..errors import CmiFormatError, IncompleteAttachmentError, UnsupportedEncodingError, message_number
 from ..messages import PhysicalMessage, UnjoinedMessage
 from .correl import (KEY, MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, count_correl_id, is_sequenced,
                      sequence_number)
@@ -54,6 +54,10 @@ class Attachment:
     expected: Optional[int] = None
     sequenced: Dict[int, PhysicalMessage] = field(default_factory=dict)
     problems: List[str] = field(default_factory=list)
+    # Sequence numbers whose message is in the capture but cannot be trusted (damaged, its
+    # duplicates conflict, its segments do not join) -> why; reading around damage skips them.
+    untrusted: Dict[int, str] = field(default_factory=dict)
+    unusable: Optional[str] = None  # why none of its messages can be told to be its own
     # Identical copies dropped of its header, application, count and sequenced messages (a copy
     # of a header listing several attachments counts for each of them).
     duplicate_messages: int = 0
@@ -136,13 +140,27 @@ def _dedupe(messages: Iterable[PhysicalMessage], dropped: List[Tuple[PhysicalMes
     """CorrelId -> distinct payloads (first occurrence of each). Each identical copy is added to
     ``dropped`` as (copy, the kept message it repeats)."""
     by_correl: Dict[bytes, List[PhysicalMessage]] = defaultdict(list)
+    damaged: Dict[bytes, List[PhysicalMessage]] = defaultdict(list)
     for m in messages:
+        if m.damage is not None:  # its payload is unknown: it conflicts with nothing
+            damaged[m.descriptor.correl_id].append(m)
+            continue
         group = by_correl[m.descriptor.correl_id]  # one payload, unless duplicates conflict
         kept = next((other for other in group if other.content_key == m.content_key), None)
         if kept is None:
             group.append(m)
         else:
             dropped.append((m, kept))
+    # A damaged copy of a message the capture also holds whole is dropped as a copy of it; a
+    # damaged message with no whole copy stands for the message it was, so that its attachment
+    # reports the damage.
+    for correl, copies in damaged.items():
+        group = by_correl.get(correl)
+        if not group:
+            by_correl[correl] = [copies[0]]
+            copies = copies[1:]
+            group = by_correl[correl]
+        dropped.extend((m, group[0]) for m in copies)
     return by_correl
 
 
@@ -223,17 +241,22 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
     roles: Dict[MessageId, Tuple[str, Optional[bytes], Optional[int]]] = {}
     attachments: List[Attachment] = []
     broken_headers: List[BrokenHeader] = []
-    seen_keys: Dict[bytes, PhysicalMessage] = {}
+    seen_keys: Dict[bytes, Attachment] = {}
     header_groups = _dedupe(headers, dropped)
     copies: Dict[int, int] = {}  # id() of a kept message (alive in the groups) -> its dropped copies
     for _, kept in dropped:
         copies[id(kept)] = copies.get(id(kept), 0) + 1
     for correl, group in header_groups.items():
+        for hm in group:
+            _assign(roles, hm, (ROLE_HEADER, None, None))
         if len(group) > 1:
-            raise AttachmentError(f"{len(group)} different header messages share CorrelId "
-                                  f"{correl.hex().upper()}", group[1].location())
+            # Which one the sender meant cannot be told: neither is trusted.
+            where = ", ".join(f"message {message_number(m.index)} of {m.source}" for m in group)
+            broken_headers.extend(BrokenHeader(m, f"{len(group)} different header messages share CorrelId "
+                                                  f"{correl.hex().upper()} ({where})", copies.get(id(m), 0))
+                                  for m in group)
+            continue
         hm = group[0]
-        _assign(roles, hm, (ROLE_HEADER, None, None))
         if hm.problem:
             broken_headers.append(BrokenHeader(hm, f"the header message: {hm.problem}", copies.get(id(hm), 0)))
             continue
@@ -248,11 +271,17 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
         for m in app_group:
             _assign(roles, m, (ROLE_APPLICATION, None, None))
         for entry in header.attachments:
-            if entry.key in seen_keys:
-                raise AttachmentError(f"attachment key {entry.key.hex().upper()} is listed by two "
-                                      f"header messages", hm.location().within(entry.key.hex().upper()))
-            seen_keys[entry.key] = hm
             att = Attachment(header, entry, hm, application=app_group[0] if app_group else None)
+            other = seen_keys.get(entry.key)
+            if other is not None:
+                # Their messages cannot be told apart: both attachments are unusable.
+                shared = (f"attachment key {entry.key.hex().upper()} is listed by two header messages "
+                          f"(message {message_number(other.header_message.index)} of "
+                          f"{other.header_message.source} and message {message_number(hm.index)} of {hm.source})")
+                for unusable in (other, att):
+                    unusable.problems.append(shared)
+                    unusable.unusable = unusable.unusable or shared
+            seen_keys[entry.key] = att
             if len(app_group) > 1:
                 att.problems.append(f"{len(app_group)} different application messages")
             count_group = by_correl.get(count_correl_id(entry.key), [])
@@ -276,11 +305,16 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                     _assign(roles, m, (ROLE_SEQUENCED, entry.key, k))
                     if k in att.sequenced:
                         att.problems.append(f"sequenced message {k} has conflicting duplicates")
+                        att.untrusted[k] = "its duplicates conflict"
                     att.sequenced[k] = m
             for lost in unjoined:
                 if lost.correl_id[KEY] == entry.key:
                     att.problems.append(_unjoined_problem(lost, entry.key))
+                    if is_sequenced(lost.correl_id):
+                        att.untrusted.setdefault(sequence_number(lost.correl_id, order if candidates else "big"),
+                                                 lost.reason)
             att.problems.extend(f"{what}: {m.problem}" for what, m in _members(att) if m.problem)
+            att.untrusted.update((k, m.problem) for k, m in att.sequenced.items() if m.problem)
             if copies:  # every message of its groups, conflicting ones too (``sequenced`` keeps one)
                 att.duplicate_messages = sum(copies.get(id(m), 0) for m in itertools.chain(
                     (hm,), app_group, count_group, (m for _, m in candidates)))

@@ -16,9 +16,9 @@ import pyarrow as pa
 
 from ..charsets import CharsetPolicy
 from ..containers import compression_of
-from ..cmi.assembly import Assembly, Attachment, assemble, message_code_page
+from ..cmi.assembly import ROLE_OTHER, Assembly, Attachment, assemble, message_code_page
 from ..cmi.header import ATTACHMENT_DATASET
-from ..errors import AttachmentError, CmiFormatError, CmiOptionError, Location
+from ..errors import AttachmentError, CmiFormatError, CmiOptionError, KeptError, Location
 from ..messages import PhysicalMessage, UnjoinedMessage
 from ..payload.sas_dataset import RECORD_OBSERVATIONS, DatasetLayout, RecordStream, arrow_schema, read_layout, \
     record_type_of
@@ -27,21 +27,8 @@ from . import plan as planning
 from . import tables
 from .decode import reread_logical
 from .index import file_key, indexed, scan, slim
+from .recovery import Recovery, recover
 from .paths import resolve_paths
-
-
-@dataclass(frozen=True)
-class _LayoutFailure:
-    """Why an attachment's layout could not be read, kept to raise again: not the exception
-    itself, whose traceback's frames would hold the capture in a reference cycle."""
-
-    kind: type
-    problem: str
-    location: Location
-    hint: str
-
-    def error(self) -> CmiFormatError:
-        return self.kind(self.problem, self.location, self.hint)
 
 
 def logical_messages(messages: Sequence[PhysicalMessage], formats: Dict[str, str]
@@ -75,13 +62,13 @@ def sequence_of(att: Attachment, location: Location) -> Optional[int]:
 def _messages_of(path: str, fmt: CaptureFormat, use_index_cache: bool, named: bool) -> List[PhysicalMessage]:
     """The file's physical messages; when the format was named by option, not recognised, an
     error says it may be the wrong one."""
-    try:
-        return list(indexed(path, fmt) if use_index_cache else scan(path, fmt))
-    except CmiFormatError as e:
-        if not named:
-            raise
-        raise type(e)(e.problem, e.location, f"the file may be no {fmt.name} capture: leave out option('format') "
-                      f"to have its format recognised from its first bytes") from None
+    messages = indexed(path, fmt) if use_index_cache else scan(path, fmt)
+    if named and messages and all(m.damage is not None for m in messages):
+        # Not a damaged capture: nothing in it reads as the format named.
+        e = messages[0].damage
+        raise e.kind(e.problem, e.location, f"the file may be no {fmt.name} capture: leave out option('format') "
+                     f"to have its format recognised from its first bytes")
+    return list(messages)
 
 
 @dataclass
@@ -94,6 +81,7 @@ class Capture:
     formats: Dict[str, str] = field(default_factory=dict)  # capture format name of each file
     compressed: FrozenSet[str] = frozenset()  # the files that are compressed streams (containers.py)
     _layouts: Dict[bytes, object] = field(default_factory=dict)
+    _recoveries: Dict[bytes, Recovery] = field(default_factory=dict)
 
     @classmethod
     def open(cls, paths: Iterable[str], charsets: CharsetPolicy = CharsetPolicy(),
@@ -137,7 +125,7 @@ class Capture:
         """Dataset definitions of a complete dataset attachment and its observation stream
         (measured, not decoded); cached, and raises on bad layouts."""
         cached = self._layouts.get(att.key)
-        if isinstance(cached, _LayoutFailure):
+        if isinstance(cached, KeptError):
             raise cached.error()
         if cached is None:
             try:
@@ -147,8 +135,7 @@ class Capture:
                 cached = read_layout(messages, att.header.wire,
                                      lambda message: message_code_page(message, self.charsets))
             except CmiFormatError as e:
-                failure = _LayoutFailure(type(e), e.problem, e.location.within(att.key_hex, sequence_of(att, e.location)),
-                                         e.hint)
+                failure = KeptError.of(e).within(att.key_hex, sequence_of(att, e.location))
                 self._layouts[att.key] = failure
                 raise failure.error() from None
             self._layouts[att.key] = cached
@@ -165,11 +152,15 @@ class Capture:
 
     def dataset_slices(self, att: Attachment, target_bytes: int) -> List[planning.DatasetSlice]:
         layout, stream = self.layout_and_observations(att)
+        return planning.dataset_slices(att, layout, stream, self.charsets, self.formats,
+                                       self._target(layout, stream, target_bytes))
+
+    def _target(self, layout: DatasetLayout, stream: Optional[RecordStream], target_bytes: int) -> int:
         whole = self.compressed | {f for f, name in self.formats.items() if not capture_format(name).splittable}
         if stream is not None and any(span[0] in whole for m in stream.messages for span in m.spans):
             # Each partition would decompress (or reassemble) the file from its start: one reads it, once.
-            target_bytes = max(target_bytes, layout.observation_bytes)
-        return planning.dataset_slices(att, layout, stream, self.charsets, self.formats, target_bytes)
+            return max(target_bytes, layout.observation_bytes, stream.length)
+        return target_bytes
 
     # -- selection --------------------------------------------------------------------------
 
@@ -177,10 +168,14 @@ class Capture:
         return "; ".join(f"{a.entry.name} (attachment {a.key_hex}, "
                          f"{'complete' if a.complete else 'incomplete'})" for a in atts)
 
-    def select_datasets(self, dataset: Optional[str] = None, attachment: Optional[str] = None) -> List[Attachment]:
-        """The dataset attachments a default-view read returns (several only when unionable)."""
+    def select_datasets(self, dataset: Optional[str] = None, attachment: Optional[str] = None,
+                        tolerant: bool = False) -> List[Attachment]:
+        """The dataset attachments a default-view read returns (several only when unionable).
+        Not ``tolerant`` (FAILFAST), damage in them or anywhere it cannot be placed raises."""
+        if not tolerant:
+            self.check_unplaced_damage()
         datasets = [a for a in self.attachments if a.entry.attachment_type == ATTACHMENT_DATASET]
-        undescribed = sum(1 for m in self.messages if m.descriptor is None)
+        undescribed = sum(1 for m in self.messages if m.descriptor is None and m.damage is None)
         if undescribed and not self.attachments:
             own_views = sorted({v.name for t in map(self.transport_of, self.messages) if t for v in t.views})
             raise AttachmentError(
@@ -218,14 +213,56 @@ class Capture:
                     "its attachments are external files: read them with option('view', 'files')"
                     if self.attachments else "see option('view', 'attachments') or option('view', 'messages')"))
             chosen = [a for a in datasets if a.complete] or datasets
-        for a in chosen:
-            a.ordered_messages()  # IncompleteAttachmentError for an incomplete selection
-        schemas = [arrow_schema(self.layout(a)) for a in chosen]
+        if tolerant:
+            layouts = [r.layout for r in map(self.recovery, chosen) if r.layout is not None]
+            schemas = [arrow_schema(layout) for layout in layouts]
+        else:
+            self.check_undamaged(chosen)
+            for a in chosen:
+                a.ordered_messages()  # IncompleteAttachmentError for an incomplete selection
+            schemas = [arrow_schema(self.layout(a)) for a in chosen]
         if any(not s.equals(schemas[0], check_metadata=True) for s in schemas[1:]):
             raise CmiOptionError(
                 "several datasets with different variables; choose one with option('dataset', 'LIB.MEMBER') "
                 f"or option('attachment', '<key>'): {self._describe(chosen)}")
         return chosen
+
+    def check_undamaged(self, chosen: Sequence[Attachment]) -> None:
+        """Raise the error of the first damaged message of a chosen attachment, named by its
+        attachment and sequence number."""
+        for att in chosen:
+            for k, m in sorted(att.sequenced.items()):
+                if m.damage is not None:
+                    raise m.damage.within(att.key_hex, k).error()
+            for m in (att.count_message, att.application):
+                if m is not None and m.damage is not None:
+                    raise m.damage.within(att.key_hex, 0 if m is att.count_message else None).error()
+
+    def check_unplaced_damage(self) -> None:
+        """Raise the error of the first damaged stretch no attachment claims: what it held is
+        unknown, so it may have been part of any of them."""
+        for m in self.messages:
+            if m.damage is not None and self.assembly.role_of(m)[0] == ROLE_OTHER:
+                raise m.damage.error()
+
+    def damaged(self) -> List[PhysicalMessage]:
+        """The damaged stretches of the capture's files, one message each."""
+        return [m for m in self.messages if m.damage is not None]
+
+    def recovery(self, att: Attachment) -> Recovery:
+        """What can be trusted of a dataset attachment and what is lost (cached)."""
+        found = self._recoveries.get(att.key)
+        if found is None:
+            found = self._recoveries[att.key] = recover(
+                att, self.full, lambda message: message_code_page(message, self.charsets))
+        return found
+
+    def run_slices(self, att: Attachment, recovery: Recovery, target_bytes: int) -> List[planning.DatasetSlice]:
+        """The slices of the trusted runs of an attachment read around its damage."""
+        return [part for run in recovery.runs for part in planning.dataset_slices(
+            att, recovery.layout, run.stream, self.charsets, self.formats, self._target(recovery.layout, run.stream,
+                                                                                         target_bytes),
+            (run.first_row, run.last_row))]
 
     def file_attachments(self) -> List[Attachment]:
         return [a for a in self.attachments if a.entry.attachment_type != ATTACHMENT_DATASET]

@@ -8,7 +8,7 @@ of a mix of old and new data.
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +20,10 @@ from ..payload.sas_dataset import (DEFAULT_BATCH_ROWS, RECORD_TYPE_SIZE, Observa
                                    observation_batches)
 from ..transports import CaptureFormat, capture_format
 from .plan import ContentKey, DatasetSlice, LogicalRef
+from .recovery import LostRows
+
+# What a tolerant read makes of a batch whose bad rows are nulled: (batch, [(row, what is lost)]) -> batch.
+BadRows = Callable[[pa.RecordBatch, List[Tuple[int, LostRows]]], pa.RecordBatch]
 
 
 def reread_logical(refs: Sequence[LogicalRef], formats: Mapping[str, str],
@@ -51,17 +55,29 @@ def _reread_physical(spans: Sequence[MessageSpan], formats: Mapping[str, str]) -
 
 
 def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
-                  messages: Optional[Sequence[PhysicalMessage]] = None) -> Iterator[pa.RecordBatch]:
+                  messages: Optional[Sequence[PhysicalMessage]] = None,
+                  bad_rows: Optional[BadRows] = None) -> Iterator[pa.RecordBatch]:
     """Record batches of a slice's observations; ``messages`` saves re-reading them from disk.
-    An error names the attachment and the message's sequence number in it."""
+    An error names the attachment and the message's sequence number in it. ``bad_rows``: an
+    observation whose values cannot be decoded does not raise; each batch, its bad rows nulled,
+    goes through ``bad_rows(batch, [(row in batch, LostRows)])``, which gives what is yielded."""
     try:
-        yield from _slice_batches(part, batch_rows, temporal, messages)
+        batches = _slice_batches(part, batch_rows, temporal, messages, bad_rows is not None)
+        if bad_rows is None:
+            yield from batches
+            return
+        row = part.first_row
+        for decoded in batches:
+            lost = [(at, LostRows(part.name, error.within(part.key_hex, part.sequence_of(error.location)),
+                                  row + at, 1)) for at, error in decoded.bad]
+            yield bad_rows(decoded.batch, lost)
+            row += decoded.batch.num_rows
     except CmiFormatError as e:
         raise e.within(part.key_hex, part.sequence_of(e.location)) from None
 
 
 def _slice_batches(part: DatasetSlice, batch_rows: int, temporal: bool,
-                   messages: Optional[Sequence[PhysicalMessage]]) -> Iterator[pa.RecordBatch]:
+                   messages: Optional[Sequence[PhysicalMessage]], tolerant: bool) -> Iterator:
     if part.first_row >= part.last_row:
         return
     codepage = part.charsets.code_page_for(part.layout.ccsid)
@@ -74,7 +90,7 @@ def _slice_batches(part: DatasetSlice, batch_rows: int, temporal: bool,
         obslen = part.layout.definition.obs_length
         chunks, locate = chunks_of_parts(stream.parts(), obslen, max(batch_rows, 1) * obslen), stream.locate
     yield from observation_batches(part.layout, chunks, locate, codepage, batch_rows, temporal,
-                                   part.first_row, part.last_row)
+                                   part.first_row, part.last_row, tolerant)
 
 
 def _decodes_in_bulk(part: DatasetSlice) -> bool:

@@ -23,9 +23,10 @@ from typing import List
 from ..cmi.correl import MSGTYPE_CMI_HEADER
 from ..messages import PhysicalMessage, crc32, partial
 from ..transports import CaptureFormat
+from ..transports.base import scan_recovering
 
 KEEP_BYTES = 256  # record types, counts and dataset definitions fit; the rest is re-read on demand
-INDEX_FORMAT = 3  # bump when what is cached changes shape
+INDEX_FORMAT = 4  # bump when what is cached changes shape
 CACHE_DIR = os.path.join(tempfile.gettempdir(), "cmi-datasource-index")
 _MEMORY: "OrderedDict[tuple, List[PhysicalMessage]]" = OrderedDict()
 _MEMORY_FILES = 16
@@ -39,9 +40,10 @@ def slim(message: PhysicalMessage) -> PhysicalMessage:
 
 
 def scan(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
-    """Messages of one capture file; large payloads partial except pieces still to be joined."""
+    """Messages of one capture file, damaged stretches as messages of their own; large payloads
+    partial except pieces still to be joined."""
     is_piece = fmt.transport.is_piece
-    return [m if is_piece(m) else slim(m) for m in fmt.scan(path)]
+    return [m if is_piece(m) else slim(m) for m in scan_recovering(fmt, path)]
 
 
 FINGERPRINT_BYTES = 64 << 10

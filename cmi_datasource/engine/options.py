@@ -29,8 +29,13 @@ DEFAULT_MAX_PARTITION_BYTES = 128 << 20
 # Spark's own keys: load(path) arrives as "path", load([a, b]) as "paths" (JSON); a catalog table
 # (CREATE TABLE ... USING cmi) adds "owner", "provider" and, with LOCATION, "location" (its path).
 _SPARK_KEYS = ("path", "paths", "owner", "provider", "location")
-READ_OPTIONS = ("format", "view", "dataset", "attachment", "ccsid", "defaultCcsid", "temporalTypes",
-                "batchRows", "maxPartitionBytes", "minPartitions")
+READ_OPTIONS = ("format", "view", "dataset", "attachment", "mode", "columnNameOfCorruptRecord", "ccsid",
+                "defaultCcsid", "temporalTypes", "batchRows", "maxPartitionBytes", "minPartitions")
+# What a read does about damage, as Spark's file sources name it (README "Damaged captures"):
+# FAILFAST raises, PERMISSIVE adds a row per damaged stretch, DROPMALFORMED keeps trusted rows only.
+FAILFAST, PERMISSIVE, DROPMALFORMED = "failfast", "permissive", "dropmalformed"
+READ_MODES = (FAILFAST, PERMISSIVE, DROPMALFORMED)
+CORRUPT_RECORD = "_corrupt_record"
 WRITE_OPTIONS = ("dataset", "encoding", "ccsid", "longSize", "maxMessageBytes", "message", "description",
                  "label", "truncate", "attachmentPerPartition", "deterministic", "kind", "lrecl", "transport",
                  "validVarName", "lossyNumbers")
@@ -116,6 +121,9 @@ class ReadOptions:
     batch_rows: int = DEFAULT_BATCH_ROWS
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     min_partitions: int = 1
+    # FAILFAST by default: a silently partial data set is the worst outcome when replaying a transfer.
+    mode: str = FAILFAST
+    corrupt_column: str = CORRUPT_RECORD  # PERMISSIVE's column saying what was lost and where
     transport_options: Tuple[Tuple[str, str], ...] = ()  # "<transport>.<name>" options, e.g. sapdb.port
 
     @classmethod
@@ -153,7 +161,16 @@ class ReadOptions:
                    batch_rows=_int(options, "batchrows", DEFAULT_BATCH_ROWS),
                    max_partition_bytes=_int(options, "maxpartitionbytes", DEFAULT_MAX_PARTITION_BYTES),
                    min_partitions=_int(options, "minpartitions", os.cpu_count() or 1),
+                   mode=_choice(options, "mode", FAILFAST, READ_MODES),
+                   corrupt_column=_corrupt_column(options),
                    transport_options=tuple(sorted((k, str(v)) for k, v in options.items() if "." in k)))
+
+
+def _corrupt_column(options: Mapping[str, str]) -> str:
+    name = str(options.get("columnnameofcorruptrecord", CORRUPT_RECORD)).strip()
+    if not name:
+        raise CmiOptionError("option columnNameOfCorruptRecord must name a column")
+    return name
 
 
 def _path_list(raw: str) -> Tuple[str, ...]:

@@ -94,15 +94,19 @@ def attachment_plan(att: Attachment, charsets: CharsetPolicy, formats: Mapping[s
 
 
 def dataset_slices(att: Attachment, layout: DatasetLayout, stream: Optional[RecordStream], charsets: CharsetPolicy,
-                   formats: Mapping[str, str], target_bytes: int) -> List[DatasetSlice]:
+                   formats: Mapping[str, str], target_bytes: int,
+                   rows: Optional[Tuple[int, int]] = None) -> List[DatasetSlice]:
     """The attachment's observations cut into slices of about ``target_bytes`` of observation
     stream, at the observation boundary nearest the end of a message (records may straddle
-    messages), so that no slice is smaller than a message. Decodes no observation.
+    messages), so that no slice is smaller than a message. Decodes no observation. ``rows``:
+    the [first, last) observations of ``stream`` to cut (a trusted run of a damaged attachment,
+    whose stream offsets place row r at r * obs_length); all of them by default.
 
     Sizes count the decoded observation bytes, not the capture file's: a hex dump holds more
     than twice as many bytes as the binary capture of the same rows, and the work and memory
     of a partition follow the rows it produces."""
-    obslen, nobs = layout.definition.obs_length, layout.observations
+    obslen = layout.definition.obs_length
+    first_row, nobs = rows if rows is not None else (0, layout.observations)
     sequence_numbers = {(m.source, m.index): k for k, m in att.sequenced.items()}
 
     def make(first: int, last: int) -> DatasetSlice:
@@ -116,9 +120,9 @@ def dataset_slices(att: Attachment, layout: DatasetLayout, stream: Optional[Reco
                             tuple(m.header_length for m in chosen), _hints_of(chosen),
                             tuple(sequence_numbers.get((m.source, m.index), 0) for m in chosen))
 
-    if stream is None or not obslen or not nobs:
+    if stream is None or not obslen or nobs <= first_row:
         return [make(0, 0)]
-    cuts, held = [0], 0
+    cuts, held = [first_row], 0
     for m, start in zip(stream.messages, stream.starts):
         held += m.length - stream.skip
         if held >= target_bytes:

@@ -7,17 +7,20 @@ batches; adding a view is adding one entry here (and its table to ``tables.py``)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pyarrow as pa
 
 from .. import transports
-from ..errors import CmiFormatError, not_one_of
+from ..cmi.assembly import Attachment
+from ..errors import CmiFormatError, CmiOptionError, not_one_of
 from ..transports import FileView
 from ..payload.sas_dataset import arrow_schema
 from .capture import Capture, open_cached
 from .decode import slice_batches
-from .options import ReadOptions
+from .options import DROPMALFORMED, FAILFAST, PERMISSIVE, ReadOptions
+from .recovery import LostRows
 from .paths import resolve_paths
 from .plan import AttachmentPlan, partition_target
 from .tables import (ATTACHMENTS_SCHEMA, FILES_SCHEMA, VARIABLES_SCHEMA, attachments_table, files_table,
@@ -45,18 +48,82 @@ def _whole_table(name: str, schema: pa.Schema, build: Callable[[Capture], pa.Tab
     return View(name, lambda o: schema, lambda o: [None], lambda value, o: _batches(build(_capture(o)), o))
 
 
-def _dataset_schema(o: ReadOptions) -> pa.Schema:
+@dataclass(frozen=True)
+class CorruptRows:
+    """A partition of PERMISSIVE's report: a row of nulls per damaged stretch, its
+    ``_corrupt_record`` saying what was lost and where."""
+
+    texts: Tuple[str, ...]
+
+
+def _chosen(o: ReadOptions) -> Tuple[Capture, List[Attachment]]:
     capture = _capture(o)
-    chosen = capture.select_datasets(o.dataset, o.attachment)
-    return arrow_schema(capture.layout(chosen[0]), o.temporal)
+    return capture, capture.select_datasets(o.dataset, o.attachment, tolerant=o.mode != FAILFAST)
+
+
+def _dataset_schema(o: ReadOptions) -> pa.Schema:
+    capture, chosen = _chosen(o)
+    if o.mode == FAILFAST:
+        return arrow_schema(capture.layout(chosen[0]), o.temporal)
+    recoveries = [capture.recovery(a) for a in chosen]
+    layouts = [r.layout for r in recoveries if r.layout is not None]
+    if not layouts and o.mode == DROPMALFORMED:
+        lost = recoveries[0].lost[0]
+        raise lost.error.kind(f"nothing can be trusted: {lost.text()}", lost.error.location,
+                              "option('mode', 'PERMISSIVE') returns a row saying what was lost and where; "
+                              "option('view', 'attachments') shows every attachment's problems")
+    schema = arrow_schema(layouts[0], o.temporal) if layouts else pa.schema([])
+    if o.mode == PERMISSIVE:
+        if o.corrupt_column in schema.names:
+            raise CmiOptionError(f"columnNameOfCorruptRecord {o.corrupt_column!r} is a variable of the data set; "
+                                 f"name another column")
+        schema = schema.append(pa.field(o.corrupt_column, pa.string()))
+    return schema
 
 
 def _dataset_plan(o: ReadOptions) -> List[Any]:
-    capture = _capture(o)
-    chosen = capture.select_datasets(o.dataset, o.attachment)
-    total = sum(capture.layout(a).observation_bytes for a in chosen)
+    capture, chosen = _chosen(o)
+    if o.mode == FAILFAST:
+        total = sum(capture.layout(a).observation_bytes for a in chosen)
+        target = partition_target(total, o.max_partition_bytes, o.min_partitions)
+        return [part for a in chosen for part in capture.dataset_slices(a, target)]
+    recoveries = [capture.recovery(a) for a in chosen]
+    total = sum(run.stream.length for r in recoveries for run in r.runs)
     target = partition_target(total, o.max_partition_bytes, o.min_partitions)
-    return [part for a in chosen for part in capture.dataset_slices(a, target)]
+    parts: List[Any] = [part for a, r in zip(chosen, recoveries) if r.layout is not None
+                        for part in capture.run_slices(a, r, target)]
+    texts = tuple(lost.text() for r in recoveries for lost in r.lost)
+    if o.mode == PERMISSIVE and texts:
+        parts.append(CorruptRows(texts))
+    return parts or [CorruptRows(())]
+
+
+def _dataset_read(part: Any, o: ReadOptions) -> Iterator[pa.RecordBatch]:
+    if o.mode == FAILFAST:
+        return slice_batches(part, o.batch_rows, o.temporal)
+    if isinstance(part, CorruptRows):
+        return iter([_report(_dataset_schema(o), part.texts)] if part.texts else [])
+    schema = arrow_schema(part.layout, o.temporal)
+
+    def bad_rows(batch: pa.RecordBatch, lost: List[Tuple[int, LostRows]]) -> pa.RecordBatch:
+        if o.mode == DROPMALFORMED:
+            if not lost:
+                return batch
+            keep = np.ones(batch.num_rows, dtype=bool)
+            keep[[at for at, _ in lost]] = False
+            return batch.filter(pa.array(keep))
+        texts = [None] * batch.num_rows
+        for at, rows in lost:
+            texts[at] = rows.text()
+        return pa.RecordBatch.from_arrays(batch.columns + [pa.array(texts, pa.string())],
+                                          schema=schema.append(pa.field(o.corrupt_column, pa.string())))
+    return slice_batches(part, o.batch_rows, o.temporal, bad_rows=bad_rows)
+
+
+def _report(schema: pa.Schema, texts: Sequence[str]) -> pa.RecordBatch:
+    """Rows of nulls whose last column (the corrupt record's) holds ``texts``."""
+    columns = [pa.nulls(len(texts), f.type) for f in schema][:-1] + [pa.array(list(texts), pa.string())]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _files_plan(o: ReadOptions) -> List[Any]:
@@ -74,8 +141,7 @@ def _files_read(plan: Optional[AttachmentPlan], o: ReadOptions) -> Iterator[pa.R
 
 
 VIEWS: Dict[str, View] = {view.name: view for view in (
-    View("dataset", _dataset_schema, _dataset_plan,
-         lambda part, o: slice_batches(part, o.batch_rows, o.temporal)),
+    View("dataset", _dataset_schema, _dataset_plan, _dataset_read),
     _whole_table("attachments", ATTACHMENTS_SCHEMA, attachments_table),
     _whole_table("variables", VARIABLES_SCHEMA, variables_table),
     View("files", lambda o: FILES_SCHEMA, _files_plan, _files_read),

@@ -9,6 +9,7 @@ its variables, so memory is bounded by the batch size and not by the dataset.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import datetime as dt
 import struct
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, min_record_si
 from ..cmi.stream import MessageStream
 from ..cmi.wire import FieldReader, WireFormat
 from ..compiled import kernel
-from ..errors import (DatasetLayoutError, Location, TruncatedError, UnsupportedEncodingError,
+from ..errors import (DatasetLayoutError, KeptError, Location, TruncatedError, UnsupportedEncodingError,
                       ValueConversionError)
 from ..messages import PhysicalMessage
 from ..encoding import FloatFormat, float_format, integer_order
@@ -241,13 +242,11 @@ def _read_variables(stream: RecordStream, wire: WireFormat, codepage: CodePage,
     return tuple(variables)
 
 
-def read_layout(messages: Sequence[PhysicalMessage], header_wire: WireFormat,
-                codepage_of) -> Tuple[DatasetLayout, Optional[RecordStream]]:
-    """Definitions of a dataset attachment, from its sequenced messages in order.
-
-    ``codepage_of(message)`` gives a message's code page. Observations are not decoded;
-    the observation stream is returned for that.
-    """
+def read_definitions(messages: Sequence[PhysicalMessage], header_wire: WireFormat,
+                     codepage_of) -> Tuple[DatasetLayout, List[RecordStream]]:
+    """The dataset and variable definitions of a dataset attachment, from its sequenced messages
+    in order (the definitions' messages at least), with the record streams those messages
+    make; the layout's ``observation_bytes`` is 0, for the caller to measure."""
     if not messages:
         raise DatasetLayoutError("dataset attachment has no sequenced messages")
     first = messages[0]
@@ -266,17 +265,32 @@ def read_layout(messages: Sequence[PhysicalMessage], header_wire: WireFormat,
     streams = split_streams(messages)
     definition = _read_definition(streams[0], wire, codepage)
     variables = _read_variables(streams[1], wire, codepage, definition)
+    if definition.obs_length < 0:
+        raise DatasetLayoutError(f"observation length {definition.obs_length} is negative", streams[0].locate(0))
+    return DatasetLayout(definition, variables, encoding, ccsid, wire, 0), streams
+
+
+def read_layout(messages: Sequence[PhysicalMessage], header_wire: WireFormat,
+                codepage_of) -> Tuple[DatasetLayout, Optional[RecordStream]]:
+    """Definitions of a dataset attachment, from its sequenced messages in order, checked
+    against its observation stream (a whole number of observations, as many as declared).
+
+    ``codepage_of(message)`` gives a message's code page. Observations are not decoded;
+    the observation stream is returned for that.
+    """
+    layout, streams = read_definitions(messages, header_wire, codepage_of)
+    definition = layout.definition
     observations = next((s for s in streams if s.record_type == RECORD_OBSERVATIONS), None)
     observation_bytes = observations.length if observations else 0
     obslen = definition.obs_length
-    if obslen < 0 or (obslen == 0 and observation_bytes):
+    if obslen == 0 and observation_bytes:
         raise DatasetLayoutError(f"observation length {obslen} cannot hold {observation_bytes} "
                                  f"bytes of observations", streams[0].locate(0))
     if obslen and observation_bytes % obslen:
         raise DatasetLayoutError(
             f"observation stream has {observation_bytes} bytes, not a whole number of "
             f"{obslen}-byte observations", observations.end_location())
-    layout = DatasetLayout(definition, variables, encoding, ccsid, wire, observation_bytes)
+    layout = dataclasses.replace(layout, observation_bytes=observation_bytes)
     if definition.nobs >= 0 and obslen and layout.observations != definition.nobs:
         raise DatasetLayoutError(
             f"dataset definition declares {definition.nobs} observations but the observation "
@@ -343,6 +357,22 @@ class ObservationDecoder:
                 columns[i] = array
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
+    def decode_tolerant(self, rows: np.ndarray, first_row: int, locate) -> "TolerantBatch":
+        """``decode``, except that an observation whose values cannot be represented becomes a
+        row of nulls, returned with its error. Bad rows are found by halving the batch, so a
+        clean batch costs one decode."""
+        try:
+            return TolerantBatch(self.decode(rows, first_row, locate), ())
+        except ValueConversionError as e:
+            if len(rows) == 1:
+                nulls = [pa.nulls(1, f.type) for f in self.schema]
+                return TolerantBatch(pa.RecordBatch.from_arrays(nulls, schema=self.schema), ((0, KeptError.of(e)),))
+        half = len(rows) // 2
+        head = self.decode_tolerant(rows[:half], first_row, locate)
+        tail = self.decode_tolerant(rows[half:], first_row + half, locate)
+        return TolerantBatch(pa.concat_batches([head.batch, tail.batch]),
+                             head.bad + tuple((at + half, e) for at, e in tail.bad))
+
     def _numeric(self, values, missing, variable, arrow_type, first_row, locate) -> pa.Array:
         kind = variable.temporal_kind if self.temporal else None
         if kind is None:
@@ -355,6 +385,15 @@ class ObservationDecoder:
                 f"{values[bad]!r} is {_TEMPORAL_RANGES[kind]}",
                 locate((first_row + bad) * self.layout.definition.obs_length + variable.offset))
         return pa.array(out, type=arrow_type, mask=missing)
+
+
+@dataclass(frozen=True)
+class TolerantBatch:
+    """Observations decoded by ``ObservationDecoder.decode_tolerant``: ``bad`` holds (row in
+    ``batch``, error) of each observation that could not be decoded, a row of nulls in ``batch``."""
+
+    batch: pa.RecordBatch
+    bad: Tuple[Tuple[int, KeptError], ...]
 
 
 _TEMPORAL_CODES = {KIND_DATE: 0, KIND_DATETIME: 1, KIND_TIME: 2}
@@ -442,13 +481,15 @@ def _packed(start: int, parts: List[bytes], size: int, room: int) -> Observation
 
 def observation_batches(layout: DatasetLayout, chunks: Iterable[ObservationChunk], locate, codepage: CodePage,
                         batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
-                        first_row: int = 0, last_row: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+                        first_row: int = 0, last_row: Optional[int] = None, tolerant: bool = False) -> Iterator:
     """Record batches of observations [first_row, last_row) of consecutive chunks of the stream,
-    whose ``room`` must hold a row; ``locate(stream offset)`` places errors."""
+    whose ``room`` must hold a row; ``locate(stream offset)`` places errors. ``tolerant``: each
+    is a ``TolerantBatch``, in which observations that cannot be decoded are rows of nulls."""
     obslen = layout.definition.obs_length
     if obslen == 0:
         return
     decoder = ObservationDecoder(layout, codepage, temporal)
+    decode = decoder.decode_tolerant if tolerant else decoder.decode
     last_row = layout.observations if last_row is None else last_row
     batch_rows = max(batch_rows, 1)
     start_byte, end_byte = first_row * obslen, last_row * obslen
@@ -467,7 +508,7 @@ def observation_batches(layout: DatasetLayout, chunks: Iterable[ObservationChunk
         rows = data[:whole].reshape(-1, obslen)
         for at in range(0, len(rows), batch_rows):
             piece = rows[at:at + batch_rows]
-            yield decoder.decode(piece, row, locate)
+            yield decode(piece, row, locate)
             row += len(piece)
         left = data[whole:].copy()
     if row != last_row:

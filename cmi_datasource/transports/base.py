@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..containers import CaptureReader, decompressing, open_capture
-from ..errors import CmiFormatError, CmiOptionError, Location
-from ..messages import MessageSpan, PhysicalMessage, UnjoinedMessage, crc32
+from ..errors import CmiFormatError, CmiOptionError, KeptError, Location
+from ..messages import Descriptor, MessageSpan, PhysicalMessage, UnjoinedMessage, crc32
 
 # parse(data, source, base_offset, first_index): the physical messages in ``data``, a piece of the
 # file starting at byte ``base_offset`` with message ``first_index``; offsets, indexes and errors
@@ -51,6 +51,19 @@ class CaptureFormat:
         with open_capture(path) as f, decompressing(path):
             data = f.read()
         return self.parse(data, path)
+
+    def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
+        """Where in the file's ``data`` the next message starts after a damaged one that starts at
+        ``start`` and whose damage was found at ``offset``: reading goes on there. None: nowhere the
+        format can tell (the rest of the file is then one damaged stretch)."""
+        return None
+
+    def salvage(self, data: bytes, source: str, index: int, start: int, end: int,
+                damage: KeptError) -> PhysicalMessage:
+        """The damaged stretch ``data[start:end]`` as message ``index``, its payload unknown (b"").
+        By default it has no descriptor; a format that can still read one (the attribute lines of a
+        dump whose hex is damaged) gives it, so that CMI assembly knows which attachment lost it."""
+        return damaged_message(None, source, index, start, end, damage)
 
     def reread(self, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
         """The messages at planned ``spans`` (all of one file, in the order given), as ``scan`` gave them."""
@@ -150,6 +163,45 @@ class Transport:
         differ from its descriptor's, and ``duplicate_of`` ({"source", "index" counted from 1})
         for a message the transport itself knows to repeat another (MQTT's DUP redelivery)."""
         return {}
+
+
+def damaged_message(descriptor: Optional[Descriptor], source: str, index: int, start: int, end: int,
+                    damage: KeptError) -> PhysicalMessage:
+    return PhysicalMessage(descriptor, b"", source, index, start, end, problem=damage.summary(), damage=damage)
+
+
+def scan_recovering(fmt: CaptureFormat, path: str) -> Iterator[PhysicalMessage]:
+    """Every physical message of the file, damaged ones too: a stretch the format cannot parse is
+    one message whose ``damage`` says why, and reading goes on at the next message start the
+    format can find (``resync``). The file is read whole again only when damage is met."""
+    index, end = 0, 0
+    try:
+        for message in fmt.scan(path):
+            yield message
+            index, end = message.index + 1, message.file_end
+        return
+    except CmiFormatError as e:
+        failure = e
+    with open_capture(path) as f, decompressing(path):
+        data = f.read()
+    while True:
+        found_at = failure.location.file_offset
+        after = max(end, found_at if found_at is not None else end) + 1
+        resume = fmt.resync(data, end, after) if after < len(data) else None
+        if resume is not None and resume <= end:
+            resume = None
+        stop = len(data) if resume is None else resume
+        yield fmt.salvage(data, path, index, end, stop, KeptError.of(failure))
+        index, end = index + 1, stop
+        if resume is None:
+            return
+        try:
+            for message in fmt.parse(data[resume:], path, resume, index):
+                yield message
+                index, end = message.index + 1, message.file_end
+            return
+        except CmiFormatError as e:
+            failure = e
 
 
 def read_spans(parse: Parse, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:

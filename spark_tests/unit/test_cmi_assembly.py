@@ -186,13 +186,19 @@ def test_conflicting_duplicate_count_message():
         cap.dataset_table()
 
 
-def test_conflicting_duplicate_header_is_an_error():
+def test_conflicting_duplicate_headers_are_both_broken_and_the_rest_still_assembles():
     msgs = physical(build_mq_messages([DatasetToWrite(people(3), "w", "p")]))
     header = msgs[0]
     other = dataclasses.replace(header, payload=header.payload[:-4] + struct.pack("<i", 1), index=len(msgs))
     assert other.payload != header.payload
-    with pytest.raises(AttachmentError):
-        assemble(msgs + [other])
+    assembly = assemble(msgs + [other])
+    assert assembly.attachments == []
+    assert [b.message.index for b in assembly.broken_headers] == [0, len(msgs)]
+    assert all("2 different header messages share CorrelId" in b.problem for b in assembly.broken_headers)
+    assert all(f"message {n} of memory.dmp" in assembly.broken_headers[0].problem for n in (1, len(msgs) + 1))
+    cap = capture_of(msgs + [other])
+    with pytest.raises(AttachmentError, match="2 unreadable headers"):
+        cap.dataset_table()
 
 
 def test_missing_count_message_is_incomplete():

@@ -84,9 +84,15 @@ def test_dump_cut_in_the_middle_of_a_line(tmp_path):
     data = path.read_bytes()
     cut = data.index(b"X ", len(data) // 2) + 7  # 5 hex digits into an X line
     path.write_bytes(data[:cut])
+    cap = Capture.open(str(path))  # the capture opens: its messages are listed, the cut one with its problem
+    bad_line = data.index(b"X ", len(data) // 2)
+    [damaged] = [row for row in cap.messages_table().to_pylist() if row["problem"]]
+    assert damaged["index"] == len(cap.messages) and "not an even run of hex digits" in damaged["problem"]
+    assert damaged["payload"] == b"" and damaged["attachment"] is not None  # its attribute lines still read
     with pytest.raises(DumpSyntaxError) as e:
-        Capture.open(str(path))
-    assert e.value.source == str(path) and e.value.offset == data.index(b"X ", len(data) // 2)
+        cap.dataset_table()  # FAILFAST, the default
+    assert e.value.source == str(path) and e.value.offset == bad_line
+    assert e.value.attachment == damaged["attachment"] and e.value.sequence == damaged["sequence"]
 
 
 def test_dump_cut_at_a_line_end_loses_no_rows_silently(tmp_path):

@@ -152,16 +152,27 @@ def test_binary_mqget_capture(tmp_path, order, codec):
     assert [m.descriptor.correl_id for m in cap.messages] == [d.correl_id for d, _ in messages]
 
 
-def test_binary_capture_cut_short_is_a_typed_error(tmp_path):
+@pytest.mark.parametrize("cut, descriptor_reads", [(2, True), (10, False)])
+def test_binary_capture_cut_short_is_a_typed_error(tmp_path, cut, descriptor_reads):
+    """The last message is the 4-byte count message: cut by 2 bytes its MQMD still reads (and
+    names the attachment that lost it); cut by 10 the MQMD itself is cut."""
     path = tmp_path / "capture.bin"
     with open(path, "wb") as f:
         write_capture(f, plain())
     data = path.read_bytes()
-    path.write_bytes(data[:-10])
+    assert len(plain()[-1][1]) == 4
+    path.write_bytes(data[:-cut])
     from cmi_datasource.errors import TruncatedError
+    cap = Capture.open(str(path))  # the messages are all listed, the cut one with its problem
+    last = cap.messages[-1]
+    assert len(cap.messages) == len(plain()) and last.damage is not None and last.payload == b""
+    assert (last.descriptor is not None) == descriptor_reads
+    if descriptor_reads:
+        assert last.descriptor.correl_id == plain()[-1][0].correl_id
     with pytest.raises(TruncatedError) as e:
-        Capture.open(str(path))
+        cap.dataset_table()
     assert e.value.source == str(path) and e.value.message_index == len(plain()) - 1
+    assert (e.value.sequence == 0) == descriptor_reads  # the count message of its attachment
 
 
 def test_dump_without_descriptors_cannot_be_assembled(tmp_path):

@@ -162,7 +162,7 @@ def test_publish_before_connect_and_a_cut_stream_are_typed_errors(tmp_path):
         Capture.open(write(tmp_path, publish311("t", p), "x.mqtt"), format="mqtt", use_index_cache=False)
     cut = connect(5, "c") + publish5("t", p, d.correl_id, d.msg_type)
     with pytest.raises(TruncatedError):
-        Capture.open(write(tmp_path, cut[:-5], "cut.mqtt"), use_index_cache=False)
+        Capture.open(write(tmp_path, cut[:-5], "cut.mqtt"), use_index_cache=False).dataset_table()
 
 
 def test_a_publish_that_is_no_cmi_message_stays_visible(tmp_path):

@@ -246,7 +246,7 @@ def test_a_vtype_that_contradicts_var_names_observation_variable_and_offset(tmp_
     data = b"".join([hdr([(1, BLANKS, "WORK", "BAD", "")]), dat(1, 4, 30), var(VARIABLES),
                      ato(rows, [True, True, True, True]), lst(3)])
     with pytest.raises(CmiFormatError, match="observation 1, variable 2: the vtype contradicts") as e:
-        Capture.open(write(tmp_path, data), use_index_cache=False)
+        Capture.open(write(tmp_path, data), use_index_cache=False).dataset_table()  # FAILFAST
     bad = data.index(ato(rows, [True] * 4))
     assert e.value.message_index == 3 and e.value.location.file_offset == bad
     assert e.value.offset > 8  # the offset of the vtype field inside the message
@@ -254,15 +254,17 @@ def test_a_vtype_that_contradicts_var_names_observation_variable_and_offset(tmp_
 
 def test_truncated_and_oversized_messages_are_typed_errors(tmp_path):
     good = capture_bytes()
+    cut = Capture.open(write(tmp_path, good[:-3], "cut.rv"), use_index_cache=False)
+    assert cut.messages[-1].damage is not None  # listed, with its problem
     with pytest.raises(TruncatedError):
-        Capture.open(write(tmp_path, good[:-3], "cut.rv"), use_index_cache=False)
+        cut.dataset_table()
     inner = message([string("f", None, "v")])
     lying = message([field("data", None, 1, (len(inner) + 50).to_bytes(4, "big") + inner[4:])])
     with pytest.raises(TruncatedError):  # a nested message longer than its parent
         read_message(lying, 0)
     huge = bytes([0xFF, 0xFF, 0xFF, 0xF0]) + MAGIC
     with pytest.raises(TruncatedError):  # a declared size never allocates
-        Capture.open(write(tmp_path, huge, "huge.rv"), use_index_cache=False)
+        Capture.open(write(tmp_path, huge, "huge.rv"), use_index_cache=False).dataset_table()
 
 
 # -- writing ------------------------------------------------------------------------------------

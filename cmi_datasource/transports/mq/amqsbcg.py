@@ -47,6 +47,7 @@ from .mqmd import FIELDS_BY_BROWSE_NAME, MQMD, MQMD_FIELDS
 
 STARTS_HERE = b"AMQSBCG0 - starts here"
 MESSAGE_START = re.compile(rb"^\s*MQGET of message number (\d+)")
+NEXT_MESSAGE = re.compile(rb"^[ \t]*MQGET of message number \d+", re.M)  # where reading resumes past damage
 _DESCRIPTOR = re.compile(rb"^\*+\s*Message descriptor\s*\*+\s*$")
 _DATA = re.compile(rb"^\*+\s*Message\s*\*+\s*$")
 _SUMMARY = re.compile(rb"^\*+\s*Summary\s*\*+\s*$")

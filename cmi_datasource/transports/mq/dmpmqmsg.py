@@ -280,6 +280,51 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
         yield finish(last_line_start)
 
 
+_RECORD_START = re.compile(rb"^(?:A |N[ \t\r]*$)", re.M)
+
+
+def _after_attribute_line(data: bytes, line_start: int) -> bool:
+    """Whether the significant line before the one at ``line_start`` (comments and blank lines
+    passed over) is an attribute line: then that line is inside a message's attribute block."""
+    end = line_start - 1
+    while end > 0:
+        start = data.rfind(b"\n", 0, end) + 1
+        line = data[start:end].strip()
+        if line and not line.startswith(b"*"):
+            return line.startswith(b"A ")
+        end = start - 1
+    return False
+
+
+def next_message_start(data: bytes, offset: int) -> Optional[int]:
+    """The start of the first message record at or after ``offset``: an A line (or N line) that
+    opens an attribute block; None when there is none."""
+    for found in _RECORD_START.finditer(data, offset):
+        if not _after_attribute_line(data, found.start()):
+            return found.start()
+    return None
+
+
+def salvage(data: bytes, source: str, index: int, start: int, end: int) -> Tuple[Optional[MQMD], int]:
+    """(MQMD, offset of its first A line) of a damaged stretch whose attribute lines still read,
+    or (None, start): its data is lost, but its descriptor says which attachment lost it."""
+    found = _RECORD_START.search(data, start, end)
+    if found is None or data[found.start():found.start() + 1] != b"A":
+        return None, start
+    block = _ATTRIBUTE_BLOCK.match(data, found.start(), end)
+    attributes = {}
+    try:
+        offset = found.start()
+        for raw in (block.group(0).split(b"\n")[:-1] if block else ()):
+            parsed = _parse_attribute(raw.rstrip(b"\r"), Location(source, index, offset))
+            if parsed is not None:
+                attributes[parsed[0]] = parsed[1]
+            offset += len(raw) + 1
+        return MQMD(**attributes), found.start()
+    except (DumpSyntaxError, TypeError, ValueError):
+        return None, start
+
+
 READ_CHUNK_BYTES = 64 << 20
 _DATA_TAGS = (b"X", b"S", b"T")
 

@@ -8,7 +8,7 @@ ASCII or EBCDIC). The format is documented in the README.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Iterable, Iterator, Tuple
+from typing import BinaryIO, Iterable, Iterator, Optional, Tuple
 
 from ...errors import CmiFormatError, Location, TruncatedError
 from ...layout import BIG, LITTLE, Field, Layout
@@ -61,6 +61,34 @@ def parse_capture(data: bytes, source: str, base_offset: int = 0, first_index: i
         end = start + length
         yield mq_message(mqmd, data[start:end], source, index, base_offset + pos, base_offset + end)
         pos, index = end, index + 1
+
+
+def next_descriptor(data: bytes, offset: int) -> Optional[int]:
+    """The first offset at or after ``offset`` where an MQMD of a known shape starts (its StrucId
+    and a version of 1 or 2), for reading on past damage; None when there is none."""
+    at = offset
+    while at < len(data):
+        found = [p for p in (data.find(ASCII_MAGIC, at), data.find(EBCDIC_MAGIC, at)) if p >= 0]
+        if not found:
+            return None
+        at = min(found)
+        try:
+            mqmd_shape(data, at, Location())
+            return at
+        except CmiFormatError:
+            at += 1
+    return None
+
+
+def salvage(data: bytes, source: str, index: int, start: int) -> Optional[MQMD]:
+    """The MQMD at ``start`` of a damaged record when it still reads whole, else None."""
+    try:
+        order, version, codec = mqmd_shape(data, start, Location(source, index, start))
+        if len(data) - start < (MQMD_V2 if version == 2 else MQMD_V1).size:
+            return None
+        return descriptor_from_bytes(data, start, order, version, codec, Location(source, index, start))
+    except CmiFormatError:
+        return None
 
 
 def write_capture(out: BinaryIO, messages: Iterable[Tuple[MQMD, bytes]], order: str = LITTLE,

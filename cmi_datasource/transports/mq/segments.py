@@ -20,6 +20,9 @@ SEGMENT_FLAGS = MQMF_SEGMENT | MQMF_LAST_SEGMENT
 
 
 def is_segment(message: PhysicalMessage) -> bool:
+    """A segment to join; a damaged one (its data unknown) stands alone, a gap in its group."""
+    if message.damage is not None:
+        return False
     mqmd = mqmd_of(message)
     return mqmd is not None and bool(mqmd.msg_flags & SEGMENT_FLAGS)
 

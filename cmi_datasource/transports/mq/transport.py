@@ -6,17 +6,19 @@ MQMD as captured, the headers removed and the segment fields in effect.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from ...errors import KeptError
 from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage, UnjoinedMessage
 from ..base import CaptureFormat, SpanPayloads, Transport
 from . import amqsbcg, dmpmqmsg, mqget
 from .dump_spans import read_dump_spans, read_spans_in_bulk
 from .envelope import unwrap
-from .message import MqDetails
+from .message import MqDetails, mq_message
 from .mqmd import MQMD
 from .segments import is_segment, join_segments
 
@@ -61,6 +63,14 @@ class DmpmqmsgFormat(CaptureFormat):
     def scan(self, path: str) -> Iterator[PhysicalMessage]:
         return map(unwrap, dmpmqmsg.read_dump(path))
 
+    def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
+        return dmpmqmsg.next_message_start(data, offset)
+
+    def salvage(self, data: bytes, source: str, index: int, start: int, end: int,
+                damage: KeptError) -> PhysicalMessage:
+        mqmd, at = dmpmqmsg.salvage(data, source, index, start, end)
+        return damaged_mq_message(mqmd, source, index, at, end, damage)
+
     def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int],
                        room: int = 0) -> Iterator[SpanPayloads]:
         return read_dump_spans(spans, heads, room)
@@ -88,6 +98,10 @@ class AmqsbcgFormat(CaptureFormat):
     def scan(self, path: str) -> Iterator[PhysicalMessage]:
         return map(unwrap, amqsbcg.read_browse(path))
 
+    def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
+        found = amqsbcg.NEXT_MESSAGE.search(data, offset)
+        return None if found is None else found.start()
+
     def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int],
                        room: int = 0) -> Iterator[SpanPayloads]:
         return read_spans_in_bulk(spans, heads, room, None, amqsbcg._decode_spans, amqsbcg.parse_browse)
@@ -109,9 +123,23 @@ class MqgetFormat(CaptureFormat):
               first_index: int = 0) -> Iterator[PhysicalMessage]:
         return map(unwrap, mqget.parse_capture(data, source, base_offset, first_index))
 
+    def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
+        return mqget.next_descriptor(data, offset)
+
+    def salvage(self, data: bytes, source: str, index: int, start: int, end: int,
+                damage: KeptError) -> PhysicalMessage:
+        return damaged_mq_message(mqget.salvage(data, source, index, start), source, index, start, end, damage)
+
     def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
               deterministic: bool = False) -> int:
         return mqget.write_capture(out, ((to_mqmd(m), m.payload) for m in messages))
+
+
+def damaged_mq_message(mqmd: Optional[MQMD], source: str, index: int, start: int, end: int,
+                       damage: KeptError) -> PhysicalMessage:
+    """A damaged stretch of an MQ capture, with the MQMD that still reads (None when none does)."""
+    message = mq_message(mqmd, b"", source, index, start, end)
+    return dataclasses.replace(message, problem=damage.summary(), damage=damage)
 
 
 def _hex(raw: Optional[bytes]) -> Optional[str]:

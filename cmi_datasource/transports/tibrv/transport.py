@@ -124,6 +124,14 @@ class RvFormat(CaptureFormat):
             yield message
             index += 1
 
+    def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
+        """The end of the damaged message, when its header still gives its size: each RV message
+        declares its own length, so one with a bad field does not hide the rest."""
+        try:
+            return message_end(data, start)
+        except CmiFormatError:
+            return None
+
     def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
               deterministic: bool = False) -> int:
         return write_rv(out, messages)

@@ -1,0 +1,327 @@
+"""The fault catalogue (README "Damaged captures"): each fault a capture can hold, and what a
+read gives in each mode. FAILFAST raises a typed error naming the file, message, offset,
+attachment and sequence number; PERMISSIVE returns the trusted rows and one row per damaged
+stretch whose ``_corrupt_record`` says what was lost and where; DROPMALFORMED returns the
+trusted rows only. Every test checks that no observation is lost without being reported: the
+rows returned and the rows the reports count add up to the rows sent.
+
+The captures are dmpmqmsg dumps written by the independent encoder (spark_tests/
+independent_encoder.py, which shares no code with the package), then damaged here, byte by byte.
+Rows go through the same views, plans and partitions Spark reads them through.
+"""
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+import pyarrow as pa
+import pytest
+
+from cmi_datasource.engine.options import ReadOptions
+from cmi_datasource.engine.views import view
+from cmi_datasource.errors import (AttachmentError, CmiFormatError, CmiOptionError, DatasetLayoutError,
+                                   DumpSyntaxError, IncompleteAttachmentError, TruncatedError,
+                                   ValueConversionError)
+
+from independent_encoder import Encoder, Var, dump_text, shuffled, with_duplicates
+
+ROWS = 40
+VARIABLES = [Var("X"), Var("NAME", "char", 8)]
+OBS_LENGTH = 16
+PER_MESSAGE = 5  # observations in each observation message when they do not straddle
+KEY = bytes(range(1, 17))
+KEY_HEX = KEY.hex().upper()
+
+
+def rows_sent():
+    return [(float(i), f"name{i}") for i in range(ROWS)]
+
+
+def transmission(straddle: bool = False, rows=None, count_delta: int = 0):
+    """Header, application message, sequenced 1..N, count; observation messages hold whole
+    observations unless ``straddle`` (then 7 bytes more each, so observations straddle them)."""
+    enc = Encoder()
+    payload = 4 + OBS_LENGTH * PER_MESSAGE + (7 if straddle else 0)
+    attachment = enc.dataset_attachment(KEY, "WORK", "CLASS", VARIABLES, rows or rows_sent(), max_payload=payload)
+    msgs = enc.transmission(b"\x11" * 24, b"\x22" * 24, b"app", [attachment])
+    if count_delta:
+        msgs[-1].payload = enc.i32(len(attachment["payloads"]) + count_delta)
+    return enc, msgs
+
+
+def sequence_of(msgs, k: int) -> int:
+    """The position in ``msgs`` of sequenced message k."""
+    return next(i for i, m in enumerate(msgs) if m.correlid == KEY + k.to_bytes(4, "big") + bytes(4))
+
+
+def observation_sequences(msgs) -> List[int]:
+    """The sequence numbers of the observation messages (record type 3)."""
+    return [k for k in range(1, 100) if any(m.correlid == KEY + k.to_bytes(4, "big") + bytes(4)
+                                           and m.payload[:4] == (3).to_bytes(4, "little") for m in msgs)]
+
+
+def write(tmp_path, text: str, name: str = "capture.dmp") -> str:
+    path = tmp_path / name
+    path.write_bytes(text.encode("latin-1") if isinstance(text, str) else text)
+    return str(path)
+
+
+def read(path: str, mode: str, **options) -> pa.Table:
+    """The dataset view as Spark reads it: schema, plan, each partition's batches."""
+    o = ReadOptions.parse({"path": path, "mode": mode, **options})
+    found = view("dataset")
+    schema = found.schema(o)
+    return pa.Table.from_batches([b for part in found.plan(o) for b in found.read(part, o)], schema=schema)
+
+
+def data_rows(table: pa.Table):
+    rows = [(r["X"], r["NAME"]) for r in table.to_pylist()]
+    return [r for r in rows if r != (None, None)]
+
+
+def reports(table: pa.Table) -> List[str]:
+    if "_corrupt_record" not in table.column_names:
+        return []
+    return [t for t in table.column("_corrupt_record").to_pylist() if t is not None]
+
+
+def lost_count(text: str) -> Optional[int]:
+    found = re.search(r"observations? \d+(?: to \d+)? lost(?: \((\d+)\))?", text)
+    if found is None:
+        found = re.search(r"(\d+) observations? lost", text)
+        return int(found.group(1)) if found else None
+    return int(found.group(1)) if found.group(1) else 1
+
+
+def check_modes(path: str, surviving, failfast_error, report_parts: List[List[str]]):
+    """FAILFAST raises ``failfast_error``; PERMISSIVE gives ``surviving`` plus one report row per
+    entry of ``report_parts`` (each text containing those parts); DROPMALFORMED gives
+    ``surviving``; and surviving + reported = sent."""
+    with pytest.raises(failfast_error) as raised:
+        read(path, "FAILFAST")
+    permissive = read(path, "PERMISSIVE")
+    assert data_rows(permissive) == surviving
+    texts = reports(permissive)
+    assert len(texts) == len(report_parts), texts
+    for text, parts in zip(texts, report_parts):
+        for part in parts:
+            assert part in text, (part, text)
+    if report_parts:
+        counted = [lost_count(t) for t in texts]
+        assert None not in counted, texts
+        assert len(surviving) + sum(counted) == ROWS, (len(surviving), texts)
+    dropped = read(path, "DROPMALFORMED")
+    assert "_corrupt_record" not in dropped.column_names
+    assert data_rows(dropped) == surviving and dropped.num_rows == len(surviving)
+    return raised.value, texts
+
+
+def without(rows, first: int, count: int):
+    return rows[:first] + rows[first + count:]
+
+
+def test_a_clean_capture_reads_alike_in_every_mode(tmp_path):
+    _, msgs = transmission()
+    path = write(tmp_path, dump_text(msgs))
+    assert data_rows(read(path, "FAILFAST")) == rows_sent()
+    permissive = read(path, "PERMISSIVE")
+    assert permissive.column_names == ["X", "NAME", "_corrupt_record"] and reports(permissive) == []
+    assert data_rows(read(path, "DROPMALFORMED")) == rows_sent()
+
+
+def test_dropped_message_whole_observations_per_message(tmp_path):
+    _, msgs = transmission()
+    obs = observation_sequences(msgs)
+    k = obs[2]  # the third observation message: observations 11 to 15
+    del msgs[sequence_of(msgs, k)]
+    path = write(tmp_path, dump_text(msgs))
+    error, _ = check_modes(path, without(rows_sent(), 10, 5), IncompleteAttachmentError,
+                           [[f"sequenced message {k} is missing from the capture", "observations 11 to 15 lost (5)",
+                             f"attachment {KEY_HEX}", f"sequence {k}", "WORK.CLASS"]])
+    assert error.attachment == KEY_HEX and f"missing [{k}]" in error.problem
+
+
+def test_dropped_message_when_observations_straddle_loses_everything_after_it_and_says_so(tmp_path):
+    _, msgs = transmission(straddle=True)
+    obs = observation_sequences(msgs)
+    k = obs[2]
+    del msgs[sequence_of(msgs, k)]
+    path = write(tmp_path, dump_text(msgs))
+    # 2 messages of 87 data bytes: 174 bytes = 10 whole observations before the gap.
+    check_modes(path, rows_sent()[:10], IncompleteAttachmentError,
+                [[f"sequenced message {k} is missing", "cannot be placed on observation boundaries",
+                  "observations 11 to 40 lost (30)"]])
+
+
+def test_identical_duplicate_loses_nothing_in_any_mode(tmp_path):
+    _, msgs = transmission()
+    path = write(tmp_path, dump_text(with_duplicates(msgs, [sequence_of(msgs, observation_sequences(msgs)[1])])))
+    for mode in ("FAILFAST", "PERMISSIVE", "DROPMALFORMED"):
+        table = read(path, mode)
+        assert data_rows(table) == rows_sent() and reports(table) == []
+
+
+def test_conflicting_duplicate_makes_a_gap(tmp_path):
+    _, msgs = transmission()
+    k = observation_sequences(msgs)[1]  # observations 6 to 10
+    original = msgs[sequence_of(msgs, k)]
+    copy = type(original)(original.msgtype, original.correlid, original.payload[:-1] + b"\x01",
+                          original.encoding, original.ccsid, b"AMQ COPY" + bytes(16))
+    path = write(tmp_path, dump_text(msgs + [copy]))
+    error, _ = check_modes(path, without(rows_sent(), 5, 5), IncompleteAttachmentError,
+                           [[f"sequenced message {k} its duplicates conflict", "observations 6 to 10 lost (5)"]])
+    assert "conflicting duplicates" in error.problem
+
+
+def test_reordered_messages_lose_nothing(tmp_path):
+    _, msgs = transmission()
+    path = write(tmp_path, dump_text(shuffled(msgs, seed=3)))
+    for mode in ("FAILFAST", "PERMISSIVE", "DROPMALFORMED"):
+        assert data_rows(read(path, mode)) == rows_sent()
+
+
+def test_file_cut_inside_a_line(tmp_path):
+    _, msgs = transmission()
+    text = dump_text(msgs)
+    last_obs = observation_sequences(msgs)[-1]
+    # Cut inside the second data line of the last observation message (the count message is lost too).
+    start = text.index("\nX ", text.index("* Index %d\n" % (sequence_of(msgs, last_obs) + 1))) + 1
+    cut = text.index("\nX ", start) + 1 + 7
+    path = write(tmp_path, text[:cut])
+    error, _ = check_modes(path, rows_sent()[:35], DumpSyntaxError,
+                           [[f"sequence {last_obs}", "not an even run of hex digits", "observations 36 to 40 lost (5)"]])
+    assert error.attachment == KEY_HEX and error.sequence == last_obs and error.offset == cut - 7
+
+
+@pytest.mark.parametrize("damage", ["non-hex", "odd-length"])
+def test_damaged_hex_in_one_message(tmp_path, damage):
+    _, msgs = transmission()
+    k = observation_sequences(msgs)[3]  # observations 16 to 20
+    text = dump_text(msgs)
+    line = text.index("\nX ", text.index("* Index %d\n" % (sequence_of(msgs, k) + 1))) + 1
+    bad = "X 0G" if damage == "non-hex" else "X "  # "X 0G...": a G; "X ...": one digit dropped
+    damaged = text[:line] + bad + text[line + 3:]
+    path = write(tmp_path, damaged)
+    error, texts = check_modes(path, without(rows_sent(), 15, 5), DumpSyntaxError,
+                               [[f"sequence {k}", "observations 16 to 20 lost (5)", f"file offset {line}"]])
+    assert error.offset == line and error.sequence == k and error.message_number == sequence_of(msgs, k) + 1
+
+
+def test_count_message_one_too_many_loses_nothing_but_failfast_says_it(tmp_path):
+    _, msgs = transmission(count_delta=1)
+    path = write(tmp_path, dump_text(msgs))
+    check_modes(path, rows_sent(), IncompleteAttachmentError, [])
+
+
+def test_count_message_one_too_few_loses_nothing_but_failfast_says_it(tmp_path):
+    _, msgs = transmission(count_delta=-1)
+    path = write(tmp_path, dump_text(msgs))
+    check_modes(path, rows_sent(), IncompleteAttachmentError, [])
+
+
+def test_missing_count_message_and_last_message(tmp_path):
+    _, msgs = transmission()
+    last_obs = observation_sequences(msgs)[-1]
+    del msgs[-1]  # the count message
+    del msgs[sequence_of(msgs, last_obs)]
+    path = write(tmp_path, dump_text(msgs))
+    check_modes(path, rows_sent()[:35], IncompleteAttachmentError,
+                [["the observation stream ends early", "observations 36 to 40 lost (5)"]])
+
+
+def test_observation_length_shorter_than_the_variables(tmp_path):
+    enc, msgs = transmission()
+    k = 1  # the dataset definition: version, type, label, nobs, nvars, obs_length
+    m = msgs[sequence_of(msgs, k)]
+    at = m.payload.index(enc.long(ROWS) + enc.long(2) + enc.long(OBS_LENGTH)) + 8
+    m.payload = m.payload[:at] + enc.long(OBS_LENGTH - 1) + m.payload[at + 4:]
+    path = write(tmp_path, dump_text(msgs))
+    with pytest.raises(DatasetLayoutError, match="observation length is 15"):
+        read(path, "FAILFAST")
+    permissive = read(path, "PERMISSIVE")  # no schema can be known: the report alone
+    assert permissive.column_names == ["_corrupt_record"] and permissive.num_rows == 1
+    [text] = reports(permissive)
+    assert "definitions cannot be read" in text and "observation length is 15" in text and f"attachment {KEY_HEX}" in text
+    with pytest.raises(DatasetLayoutError, match="nothing can be trusted"):
+        read(path, "DROPMALFORMED")
+
+
+def test_bad_bytes_for_the_ccsid_lose_that_observation_only(tmp_path):
+    rows = rows_sent()
+    rows[7] = (7.0, "na\udcffme7")  # a lone continuation byte: not UTF-8
+    enc = Encoder()
+    enc.text = lambda s: s.encode("utf-8", "surrogateescape")
+    attachment = enc.dataset_attachment(KEY, "WORK", "CLASS", VARIABLES, rows, max_payload=4 + OBS_LENGTH * 5)
+    msgs = enc.transmission(b"\x11" * 24, b"\x22" * 24, b"app", [attachment])
+    path = write(tmp_path, dump_text(msgs))
+    check_modes(path, without(rows_sent(), 7, 1), ValueConversionError,
+                [["variable NAME, observation 8", "observation 8 lost", f"attachment {KEY_HEX}"]])
+
+
+def test_two_attachments_sharing_a_key(tmp_path):
+    enc, msgs = transmission()
+    second = enc.message(100000, b"\x33" * 24, enc.header_payload(b"\x33" * 24, b"\x44" * 24, [dict(
+        type=1, key=KEY, q1="WORK", q2="OTHER", description="")]))
+    path = write(tmp_path, dump_text(msgs + [second]))
+    with pytest.raises(IncompleteAttachmentError, match="listed by two header messages"):
+        read(path, "FAILFAST")
+    permissive = read(path, "PERMISSIVE", attachment=KEY_HEX)
+    assert permissive.column_names == ["_corrupt_record"]
+    assert all("none of its messages can be told to be its own" in t for t in reports(permissive))
+    with pytest.raises(IncompleteAttachmentError, match="nothing can be trusted"):
+        read(path, "DROPMALFORMED", attachment=KEY_HEX)
+
+
+def test_header_naming_an_attachment_that_never_comes(tmp_path):
+    enc, msgs = transmission()
+    path = write(tmp_path, dump_text(msgs[:1]))  # the header alone
+    with pytest.raises(IncompleteAttachmentError, match="count message is missing"):
+        read(path, "FAILFAST")
+    [text] = reports(read(path, "PERMISSIVE"))
+    assert "no sequenced messages" in text and f"attachment {KEY_HEX}" in text
+    with pytest.raises(CmiFormatError, match="nothing can be trusted"):
+        read(path, "DROPMALFORMED")
+
+
+def test_the_corrupt_record_column_can_be_renamed_but_not_onto_a_variable(tmp_path):
+    _, msgs = transmission()
+    del msgs[sequence_of(msgs, observation_sequences(msgs)[0])]
+    path = write(tmp_path, dump_text(msgs))
+    table = read(path, "PERMISSIVE", columnNameOfCorruptRecord="damage")
+    assert table.column_names == ["X", "NAME", "damage"] and len([t for t in table.column("damage") if t.is_valid]) == 1
+    with pytest.raises(CmiOptionError, match="is a variable"):
+        read(path, "PERMISSIVE", columnNameOfCorruptRecord="NAME")
+    with pytest.raises(CmiOptionError, match="did you mean 'permissive'"):
+        read(path, "PERMISIVE")
+
+
+def test_missing_mq_segment(tmp_path):
+    """An observation message sent in MQ segments, one segment lost: the message is a gap."""
+    import dataclasses
+
+    from cmi_datasource.transports.mq.mqmd import MQMD, MQMF_LAST_SEGMENT, MQMF_SEGMENT
+
+    from conftest import dump_messages
+
+    _, msgs = transmission()
+    k = observation_sequences(msgs)[4]  # observations 21 to 25
+
+    def mqmd(m) -> MQMD:
+        return MQMD(version=2, msg_type=m.msgtype, encoding=m.encoding, ccsid=m.ccsid, correl_id=m.correlid,
+                    msg_id=m.msgid)
+    pairs = []
+    for m in msgs:
+        if m.correlid != KEY + k.to_bytes(4, "big") + bytes(4):
+            pairs.append((mqmd(m), m.payload))
+            continue
+        for offset in range(0, len(m.payload), 30):
+            last = offset + 30 >= len(m.payload)
+            segment = dataclasses.replace(mqmd(m), group_id=b"\x07" * 24, msg_seq_number=1, offset=offset,
+                                          msg_flags=MQMF_SEGMENT | (MQMF_LAST_SEGMENT if last else 0))
+            if offset != 30:  # the second segment is lost
+                pairs.append((segment, m.payload[offset:offset + 30]))
+    path = dump_messages(tmp_path, pairs)
+    error, _ = check_modes(path, without(rows_sent(), 20, 5), IncompleteAttachmentError,
+                           [[f"sequenced message {k} was segmented and cannot be joined",
+                             "observations 21 to 25 lost (5)"]])
+    assert "segmented" in error.problem
