@@ -23,6 +23,13 @@ Read options (names are case-insensitive):
 - ``dataset``: ``LIB.MEMBER`` (or ``MEMBER``), case-insensitive. ``attachment``: 32 hex digits.
   With neither: the only complete dataset; several complete datasets with identical variables
   are unioned; otherwise an error lists the candidates.
+- ``mode``: ``FAILFAST`` (default: damage raises a typed error naming where), ``PERMISSIVE`` (the
+  trusted rows plus a row of nulls per damaged stretch, whose ``columnNameOfCorruptRecord``
+  column, default ``_corrupt_record``, says what was lost and where) or ``DROPMALFORMED`` (the
+  trusted rows only)::
+
+      spark.read.format("cmi").option("mode", "PERMISSIVE").load(path) \
+          .where("_corrupt_record is not null").show(truncate=False)
 - ``ccsid``: read characters in this CCSID whatever the messages say; ``defaultCcsid``: for
   messages whose CodedCharSetId is 0 (default 1208).
 - ``temporalTypes``: ``true`` (default) gives date/timestamp_ntz/time columns for date, datetime
