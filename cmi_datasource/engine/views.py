@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from .. import transports
 from ..cmi.assembly import Attachment
-from ..errors import CmiFormatError, CmiOptionError, not_one_of
+from ..errors import CmiFormatError, CmiOptionError, KeptError, not_one_of
 from ..transports import FileView
 from ..payload.sas_dataset import arrow_schema
 from .capture import Capture, open_cached
@@ -22,7 +22,7 @@ from .decode import slice_batches
 from .options import DROPMALFORMED, FAILFAST, PERMISSIVE, ReadOptions
 from .recovery import LostRows
 from .paths import resolve_paths
-from .plan import AttachmentPlan, partition_target
+from .plan import partition_target
 from .tables import (ATTACHMENTS_SCHEMA, FILES_SCHEMA, VARIABLES_SCHEMA, attachments_table, files_table,
                      message_batches, messages_schema, variables_table)
 
@@ -73,12 +73,7 @@ def _dataset_schema(o: ReadOptions) -> pa.Schema:
                               "option('mode', 'PERMISSIVE') returns a row saying what was lost and where; "
                               "option('view', 'attachments') shows every attachment's problems")
     schema = arrow_schema(layouts[0], o.temporal) if layouts else pa.schema([])
-    if o.mode == PERMISSIVE:
-        if o.corrupt_column in schema.names:
-            raise CmiOptionError(f"columnNameOfCorruptRecord {o.corrupt_column!r} is a variable of the data set; "
-                                 f"name another column")
-        schema = schema.append(pa.field(o.corrupt_column, pa.string()))
-    return schema
+    return _with_corrupt_column(schema, o) if o.mode == PERMISSIVE else schema
 
 
 def _dataset_plan(o: ReadOptions) -> List[Any]:
@@ -126,25 +121,80 @@ def _report(schema: pa.Schema, texts: Sequence[str]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+def _files_schema(o: ReadOptions) -> pa.Schema:
+    return _with_corrupt_column(FILES_SCHEMA, o) if o.mode == PERMISSIVE else FILES_SCHEMA
+
+
+def _with_corrupt_column(schema: pa.Schema, o: ReadOptions) -> pa.Schema:
+    if o.corrupt_column in schema.names:
+        raise CmiOptionError(f"columnNameOfCorruptRecord {o.corrupt_column!r} is a column of view {o.view}; "
+                             f"name another column")
+    return schema.append(pa.field(o.corrupt_column, pa.string()))
+
+
 def _files_plan(o: ReadOptions) -> List[Any]:
+    """A plan per complete external file. FAILFAST: an incomplete or damaged one raises; the
+    other modes read the rest (PERMISSIVE reports each incomplete one in a row of its own)."""
     capture = _capture(o)
-    return [capture.plan(a) for a in capture.file_attachments() if a.complete] or [None]
+    chosen = capture.file_attachments()
+    if o.mode == FAILFAST:
+        capture.check_unplaced_damage()
+        capture.check_undamaged(chosen)
+        for a in chosen:
+            a.ordered_messages()  # IncompleteAttachmentError
+    parts: List[Any] = [capture.plan(a) if a.complete else _lost_file(a) for a in chosen]
+    if o.mode != PERMISSIVE:
+        parts = [p for p in parts if not isinstance(p, LostFile)]
+    return parts or [None]
 
 
-def _files_read(plan: Optional[AttachmentPlan], o: ReadOptions) -> Iterator[pa.RecordBatch]:
+@dataclass(frozen=True)
+class LostFile:
+    """An external file that cannot be read: PERMISSIVE's row for it."""
+
+    key_hex: str
+    name: str
+    kind: str
+    error: KeptError
+
+    def batch(self, o: ReadOptions) -> pa.RecordBatch:
+        row = {"attachment": self.key_hex, "name": self.name, "kind": self.kind,
+               o.corrupt_column: f"{self.name}: {self.error.summary()}"}
+        return pa.RecordBatch.from_pylist([row], schema=_files_schema(o))
+
+
+def _lost_file(att: Attachment) -> LostFile:
+    try:
+        att.ordered_messages()
+    except CmiFormatError as e:
+        return LostFile(att.key_hex, att.entry.name, att.entry.kind, KeptError.of(e))
+    raise AssertionError("a complete attachment")
+
+
+def _files_read(plan: Any, o: ReadOptions) -> Iterator[pa.RecordBatch]:
     if plan is None:
         return iter(())
+    if isinstance(plan, LostFile):
+        return iter([plan.batch(o)])
     try:
-        return _batches(files_table([plan]), o)
+        table = files_table([plan])
     except CmiFormatError as e:
-        raise e.within(plan.key_hex, plan.sequence_of(e.location)) from None
+        error = e.within(plan.key_hex, plan.sequence_of(e.location))
+        if o.mode == FAILFAST:
+            raise error from None
+        if o.mode == DROPMALFORMED:
+            return iter(())
+        return iter([LostFile(plan.key_hex, plan.name, plan.kind, KeptError.of(error)).batch(o)])
+    if o.mode == PERMISSIVE:
+        table = table.append_column(pa.field(o.corrupt_column, pa.string()), pa.nulls(table.num_rows, pa.string()))
+    return _batches(table, o)
 
 
 VIEWS: Dict[str, View] = {view.name: view for view in (
     View("dataset", _dataset_schema, _dataset_plan, _dataset_read),
     _whole_table("attachments", ATTACHMENTS_SCHEMA, attachments_table),
     _whole_table("variables", VARIABLES_SCHEMA, variables_table),
-    View("files", lambda o: FILES_SCHEMA, _files_plan, _files_read),
+    View("files", _files_schema, _files_plan, _files_read),
     View("messages", lambda o: messages_schema(), lambda o: list(_capture(o).paths),
          lambda path, o: message_batches(_capture(o), path, o.batch_rows)),
 )}

@@ -289,7 +289,7 @@ def test_the_corrupt_record_column_can_be_renamed_but_not_onto_a_variable(tmp_pa
     path = write(tmp_path, dump_text(msgs))
     table = read(path, "PERMISSIVE", columnNameOfCorruptRecord="damage")
     assert table.column_names == ["X", "NAME", "damage"] and len([t for t in table.column("damage") if t.is_valid]) == 1
-    with pytest.raises(CmiOptionError, match="is a variable"):
+    with pytest.raises(CmiOptionError, match="is a column of view dataset"):
         read(path, "PERMISSIVE", columnNameOfCorruptRecord="NAME")
     with pytest.raises(CmiOptionError, match="did you mean 'permissive'"):
         read(path, "PERMISIVE")
@@ -325,3 +325,60 @@ def test_missing_mq_segment(tmp_path):
                            [[f"sequenced message {k} was segmented and cannot be joined",
                              "observations 21 to 25 lost (5)"]])
     assert "segmented" in error.problem
+
+
+# -- the files view ---------------------------------------------------------------------------------
+
+FILE_KEY, BROKEN_KEY = b"\xf1" * 16, b"\xf2" * 16
+
+
+def read_view(path: str, view_name: str, mode: str) -> pa.Table:
+    o = ReadOptions.parse({"path": path, "mode": mode, "view": view_name})
+    found = view(view_name)
+    schema = found.schema(o)
+    return pa.Table.from_batches([b for part in found.plan(o) for b in found.read(part, o)], schema=schema)
+
+
+def files_capture(damage: str):
+    """Two text files; the second loses a message (``dropped``) or has a record length that points
+    past its message (``lying``)."""
+    enc = Encoder()
+    good = enc.file_attachment(FILE_KEY, "good.txt", [b"alpha", b"beta"])
+    broken = enc.file_attachment(BROKEN_KEY, "broken.txt", [b"x" * 30, b"y" * 30, b"z" * 30], max_payload=40)
+    msgs = enc.transmission(b"\x11" * 24, b"\x22" * 24, b"app", [good, broken])
+    second = next(i for i, m in enumerate(msgs) if m.correlid == BROKEN_KEY + (2).to_bytes(4, "big") + bytes(4))
+    if damage == "dropped":
+        del msgs[second]
+    else:
+        msgs[second].payload = enc.long(999) + msgs[second].payload[4:]
+    return msgs
+
+
+@pytest.mark.parametrize("damage, error", [("dropped", IncompleteAttachmentError), ("lying", TruncatedError)])
+def test_files_view_in_each_mode(tmp_path, damage, error):
+    path = write(tmp_path, dump_text(files_capture(damage)))
+    with pytest.raises(error) as raised:
+        read_view(path, "files", "FAILFAST")
+    assert raised.value.attachment == BROKEN_KEY.hex().upper()
+    permissive = read_view(path, "files", "PERMISSIVE").to_pylist()
+    assert [(r["name"], r["text"]) for r in permissive] == [("good.txt", "alpha\nbeta\n"), ("broken.txt", None)]
+    report = permissive[1]["_corrupt_record"]
+    assert report.startswith("broken.txt: ") and BROKEN_KEY.hex().upper() in report
+    assert permissive[0]["_corrupt_record"] is None
+    dropped = read_view(path, "files", "DROPMALFORMED")
+    assert dropped.column("name").to_pylist() == ["good.txt"] and "_corrupt_record" not in dropped.column_names
+
+
+def test_the_inventory_views_never_fail_on_damage(tmp_path):
+    _, msgs = transmission()
+    k = observation_sequences(msgs)[3]
+    text = dump_text(msgs)
+    line = text.index("\nX ", text.index("* Index %d\n" % (sequence_of(msgs, k) + 1))) + 1
+    path = write(tmp_path, text[:line] + "X 0G" + text[line + 4:])
+    for mode in ("FAILFAST", "PERMISSIVE", "DROPMALFORMED"):
+        messages = read_view(path, "messages", mode).to_pylist()
+        assert [m["index"] for m in messages] == list(range(1, len(msgs) + 1))
+        [damaged] = [m for m in messages if m["problem"]]
+        assert damaged["index"] == sequence_of(msgs, k) + 1 and damaged["sequence"] == k
+        [attachment] = read_view(path, "attachments", mode).to_pylist()
+        assert attachment["complete"] is False and "not an even run of hex digits" in attachment["problem"]
