@@ -32,8 +32,16 @@ class LostRows:
     error: KeptError  # what went wrong and where (file, message, offset, attachment, sequence)
     first: Optional[int] = None  # 0-based number of the first lost observation, when known
     count: Optional[int] = None  # how many are lost, when known
+    # One of several gaps of an attachment whose sizes are not known apart: (which, of how many,
+    # the observations all of them cost when known).
+    gap: Optional[Tuple[int, int, Optional[int]]] = None
 
     def what_is_lost(self) -> str:
+        if self.gap is not None:
+            which, gaps, in_all = self.gap
+            cost = f"{in_all} observations" if in_all is not None else "an unknown number of observations"
+            start = f"observations from {self.first + 1} lost" if self.first is not None else "observations lost"
+            return f"{start} in gap {which} of {gaps}, which cost {cost} in all"
         if self.count is not None and self.first is not None:
             if self.count == 1:
                 return f"observation {self.first + 1} lost"
@@ -169,6 +177,9 @@ def recover(att: Attachment, full: Full, codepage_of) -> Recovery:
     holes: List[Tuple[List[KeptError], Optional[int], List[PhysicalMessage]]] = []  # errors, first row, unusable
     at: Optional[int] = 0  # stream offset of the next byte, while known
     for kind, items in pieces:
+        if kind == "hole" and at is None and not aligned:
+            holes[-1][0].extend(items)  # everything after the first gap is lost already: one stretch
+            continue
         if kind == "hole":
             holes.append((items, None if at is None else at // obslen, []))
             at = None
@@ -200,15 +211,11 @@ def recover(att: Attachment, full: Full, codepage_of) -> Recovery:
         if len(errors) > 1:
             problem += f", and {len(errors) - 1} more sequenced message{'s' if len(errors) > 2 else ''} after it"
         if unusable:
-            problem += (f"; the {len(unusable)} messages after the gap cannot be placed on observation "
+            problem += (f"; the {len(unusable)} messages present after the gap cannot be placed on observation "
                         f"boundaries (observations straddle messages), so their observations are lost too")
         count = lost_in_all if len(holes) == 1 else None
         lost.append(LostRows(name, KeptError(first_error.kind, problem, first_error.location, first_error.hint),
-                             first, count))
-    if len(holes) > 1 and lost_in_all is not None:
-        lost = [LostRows(r.dataset, KeptError(r.error.kind, f"{r.error.problem} ({lost_in_all} observations lost "
-                                              f"in all, in {len(holes)} gaps)", r.error.location, r.error.hint),
-                         r.first, None) for r in lost]
+                             first, count, (len(lost) + 1, len(holes), lost_in_all) if len(holes) > 1 else None))
     if lost_in_all == 0:
         return Recovery(layout, runs, [])  # the gaps held no observation (index records, say)
     partial = bool(runs) and runs[-1].stream.length % obslen != 0

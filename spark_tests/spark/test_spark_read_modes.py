@@ -52,7 +52,8 @@ def test_permissive_returns_the_trusted_rows_and_a_row_per_damaged_stretch(spark
     assert len(texts) == 2 and all(r["X"] is None and r["NAME"] is None for r in rows if r["_corrupt_record"])
     assert any("not an even run of hex digits" in t and f"file offset {line}" in t for t in texts)
     assert any("is missing from the capture" in t for t in texts)
-    assert all("10 observations lost in all, in 2 gaps" in t for t in texts)
+    assert all("of 2, which cost 10 observations in all" in t for t in texts)
+    assert any("observations from 16 lost in gap 1 of 2" in t for t in texts)
     # The messages view lists every message, the damaged one with its problem.
     messages = spark.read.format("cmi").option("view", "messages").load(path)
     assert messages.where("problem is not null").count() == 1

@@ -382,3 +382,56 @@ def test_the_inventory_views_never_fail_on_damage(tmp_path):
         assert damaged["index"] == sequence_of(msgs, k) + 1 and damaged["sequence"] == k
         [attachment] = read_view(path, "attachments", mode).to_pylist()
         assert attachment["complete"] is False and "not an even run of hex digits" in attachment["problem"]
+
+
+# -- any mix of faults: what is returned is right, and what is not is reported -----------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+def lost_in_all(texts: List[str]) -> Optional[int]:
+    """How many observations the reports say were lost, when they say."""
+    if not texts:
+        return 0
+    together = re.search(r"which cost (\d+) observations in all", texts[0])
+    if together:
+        return int(together.group(1))
+    counts = [lost_count(t) for t in texts]
+    return None if None in counts else sum(counts)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(straddle=st.booleans(), drop=st.sets(st.integers(0, 7), max_size=3),
+       garble=st.sets(st.integers(0, 7), max_size=2), shuffle=st.booleans(), repeat=st.sets(st.integers(0, 7)))
+def test_any_mix_of_faults_returns_only_right_rows_and_reports_the_rest(tmp_path_factory, straddle, drop, garble,
+                                                                         shuffle, repeat):
+    _, msgs = transmission(straddle=straddle)
+    obs = observation_sequences(msgs)
+    repeated = [msgs[sequence_of(msgs, obs[i])] for i in sorted(repeat) if i < len(obs)]
+    text_of = {}
+    for i in sorted(garble - drop):
+        if i < len(obs):
+            text_of[sequence_of(msgs, obs[i])] = True
+    dropped = {sequence_of(msgs, obs[i]) for i in drop if i < len(obs)}
+    kept = [m for i, m in enumerate(msgs) if i not in dropped]
+    garbled_ids = {msgs[i].msgid for i in text_of}
+    order = shuffled(kept + repeated, seed=1) if shuffle else kept + repeated
+    text = dump_text(order)
+    for msgid in garbled_ids:  # a G in the first data line of each garbled message (not its copies)
+        at = text.index("A MSI " + msgid.hex().upper())
+        line = text.index("\nX ", at) + 1
+        text = text[:line] + "X 0G" + text[line + 4:]
+    path = write(tmp_path_factory.mktemp("mix"), text)
+    permissive = read(path, "PERMISSIVE")
+    returned = data_rows(permissive)
+    sent = rows_sent()
+    assert all(row in sent for row in returned)  # every row returned is right ...
+    assert [sent.index(r) for r in returned] == sorted(sent.index(r) for r in returned)  # ... and in order
+    texts = reports(permissive)
+    damaged = bool(dropped) or any(m.msgid in garbled_ids and m not in repeated for m in kept)
+    assert bool(texts) == (len(returned) < ROWS)
+    counted = lost_in_all(texts)
+    assert counted is not None and len(returned) + counted == ROWS, texts  # ... and the rest is reported
+    assert data_rows(read(path, "DROPMALFORMED")) == returned
+    if not damaged:
+        assert returned == sent
