@@ -48,6 +48,8 @@ class PhysicalMessage:
     # it (TIB/RV: the variables an ATO message's values are laid out by); plans carry it.
     reread_hint: Any = None
     parts: Tuple[MessageSpan, ...] = ()  # the pieces of a joined logical message, in order
+    # Pieces among ``parts`` that are identical copies of another piece: (copy, the piece it repeats).
+    repeated_parts: Tuple[Tuple[MessageSpan, MessageSpan], ...] = ()
     # Planning keeps only the first bytes of large payloads (see ``partial``): then these hold
     # the whole payload's length and CRC-32, and ``payload`` is its beginning.
     full_length: Optional[int] = None

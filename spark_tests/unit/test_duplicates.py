@@ -239,3 +239,25 @@ def test_independently_encoded_duplicates_shuffled(tmp_path):
     [text_file] = [r for r in capture.files_table().to_pylist() if r["attachment"] == TXT_KEY.hex().upper()]
     assert text_file["text"] == "".join(f"line {i}\n" for i in range(20))
     assert capture.dataset_table().column("X").to_pylist() == [i * 0.5 for i in range(10)]
+
+
+def test_a_segment_repeated_inside_its_group_is_named_and_counted(tmp_path, clean):
+    """One MQ segment captured twice within its own group: the joined message is the same, the
+    copy is counted on its attachment and named by the messages view (it used to go unmarked)."""
+    pairs, capture, rows, atts = clean
+    k = position(rows, ROLE_SEQUENCED, atts["WORK.PEOPLE"]["attachment"], 1)
+    descriptor, payload = pairs[k]
+    size = 50
+    pieces = [(dataclasses.replace(descriptor, version=2, group_id=b"\x05" * 24, msg_seq_number=1, offset=offset,
+                                   msg_flags=MQMF_SEGMENT | (MQMF_LAST_SEGMENT if offset + size >= len(payload)
+                                                             else 0)), payload[offset:offset + size])
+              for offset in range(0, len(payload), size)]
+    assert len(pieces) >= 2
+    path = dump_messages(tmp_path, pairs[:k] + pieces[:1] + pieces + pairs[k + 1:])
+    noisy = Capture.open(path)
+    assert attachments(noisy)["WORK.PEOPLE"]["duplicate_messages"] == 1
+    noisy_rows = messages(noisy)
+    first, copy = noisy_rows[k], noisy_rows[k + 1]
+    assert first["duplicate_of"] is None and copy["duplicate_of"] == {"source": path, "index": k + 1}
+    assert (copy["role"], copy["sequence"]) == (ROLE_SEQUENCED, 1)
+    assert noisy.dataset_table().equals(capture.dataset_table())

@@ -30,11 +30,14 @@ def is_segment(message: PhysicalMessage) -> bool:
 def _join(pieces: List[PhysicalMessage]):
     """A joined logical message, or the reason it cannot be joined."""
     by_offset: Dict[int, PhysicalMessage] = {}
+    repeated = []
     for p in pieces:
         offset = mqmd_of(p).offset
         other = by_offset.get(offset)
         if other is not None and other.payload != p.payload:
             return f"two different segments at offset {offset}"
+        if other is not None:
+            repeated.append((p.span, other.span))
         by_offset.setdefault(offset, p)
     ordered = [by_offset[o] for o in sorted(by_offset)]
     expected = 0
@@ -53,11 +56,11 @@ def _join(pieces: List[PhysicalMessage]):
     first = ordered[0]
     mqmd = dataclasses.replace(first.details.mqmd, offset=0, msg_flags=first.details.mqmd.msg_flags & ~SEGMENT_FLAGS)
     # Exact duplicates stay among the parts: they are the same logical message, and the messages
-    # view gives them its role.
+    # view gives them its role; ``repeated_parts`` names the piece each repeats.
     every_piece = sorted(pieces, key=lambda p: (mqmd_of(p).offset, p.source, p.index))
     return dataclasses.replace(first, details=MqDetails(mqmd, first.details.envelope),
                                payload=b"".join(p.payload for p in ordered),
-                               parts=tuple(p.span for p in every_piece))
+                               parts=tuple(p.span for p in every_piece), repeated_parts=tuple(repeated))
 
 
 def join_segments(messages: Sequence[PhysicalMessage]) -> Tuple[List[PhysicalMessage], List[UnjoinedMessage]]:
