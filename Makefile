@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export PYTHONPATH := $(CURDIR)
 SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
 
-.PHONY: demo test samples bench bench-decode bench-write bench-captures bench-sapdb check-java clean
+.PHONY: demo test samples bench bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
 
 # A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
 # pyspark_* modules on sys.path, which an editable install's import hook would hide.
@@ -48,6 +48,14 @@ bench-sapdb: $(STAMP)
 
 bench-write: $(STAMP) check-java
 	$(PY) bench/bench_write.py 1000000 2000000
+
+# Every parser under atheris for FUZZ_SECONDS each (FUZZ_TARGETS=rv,mqtt picks some); writes
+# fuzz/results.md. See fuzz/README.md.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz: $(STAMP)
+	$(PY) -c "import atheris" 2>/dev/null || $(PY) -m pip install --quiet atheris
+	$(PY) fuzz/run.py --seconds $(FUZZ_SECONDS) --targets "$(FUZZ_TARGETS)"
 
 samples: $(STAMP)
 	$(PY) scripts/make_samples.py

@@ -223,6 +223,19 @@ def test_a_row_that_skips_bytes_is_an_error_at_that_row():
     assert e.value.offset == text.index(b"00000060:  3E3C")
 
 
+def test_an_mqmd_number_too_large_for_its_four_bytes_is_a_dump_syntax_error(samples_dir):
+    # Found by fuzzing: the number was kept, and the messages view failed on it with an OverflowError.
+    with open(os.path.join(samples_dir, "amqsbcg_browse.txt"), "rb") as f:
+        text = f.read()
+    huge = text.replace(b"MsgType : 100000", b"MsgType : 10000000000000000000", 1)
+    with pytest.raises(DumpSyntaxError, match="does not fit the field's 4 bytes") as e:
+        list(parse_browse(huge, "huge.txt"))
+    line_start = huge.rindex(b"\n", 0, huge.index(b"MsgType : 1000000000")) + 1
+    assert e.value.source == "huge.txt" and e.value.message_index == 0 and e.value.offset == line_start
+    assert mqmd_of(next(parse_browse(text.replace(b"MsgType : 100000", b"MsgType : -2147483648", 1),
+                                     "min.txt"))).msg_type == -2 ** 31
+
+
 # ---------------------------------------------------------------------------------------------
 # amqsbcg: the same messages as a dmpmqmsg dump
 

@@ -529,3 +529,24 @@ def test_random_dumps_match_the_format_rules(tmp_path):
             spans = [(path, m.index, m.file_offset, m.file_end) for m in msgs]
             again = list(read_spans(parse_dump, spans[::-1]))
             assert [(m.payload, mqmd_of(m)) for m in again] == [(m.payload, mqmd_of(m)) for m in msgs[::-1]]
+
+
+def test_an_attribute_number_too_large_for_its_four_bytes_is_a_damaged_message(tmp_path):
+    """Found by fuzzing: A MST 10^28 was accepted and broke the messages view later."""
+    import os
+
+    from cmi_datasource import Capture
+    from cmi_datasource.errors import DumpSyntaxError
+
+    sample = os.path.join(os.path.dirname(__file__), "..", "..", "sample_queues", "mixed_types.dmp")
+    text = open(sample, "rb").read()
+    at = text.index(b"A MST ")
+    line_end = text.index(b"\n", at)
+    path = tmp_path / "big.dmp"
+    path.write_bytes(text[:at] + b"A MST 10000000000000000000000000000" + text[line_end:])
+    capture = Capture.open(str(path))
+    [damaged] = [r for r in capture.messages_table().to_pylist() if r["problem"]]
+    assert "does not fit the field's 4 bytes" in damaged["problem"] and damaged["index"] == 1
+    with pytest.raises(DumpSyntaxError, match="does not fit") as e:
+        capture.dataset_table()
+    assert e.value.offset == at

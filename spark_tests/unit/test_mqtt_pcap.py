@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import random
+import tracemalloc
 
 import dpkt
+import pytest
 
 from cmi_datasource import Capture, transports
 from cmi_datasource.engine.decode import slice_batches
+from cmi_datasource.errors import CmiFormatError
 from cmi_datasource.transports.mq.mqmd import descriptor_to_bytes
 
 from test_mqtt_stream import TABLE, cmi_pairs, connect, packet, publish5, publish311
@@ -95,6 +98,36 @@ def test_a_cut_capture_loses_nothing_silently(tmp_path):
     rows = Capture.open(str(path), use_index_cache=False).messages_table().to_pylist()
     [cut] = [r for r in rows if r["problem"]]
     assert cut["direction"] == "from broker" and "declares 2 bytes; 1 remain" in cut["problem"]
+
+
+@pytest.mark.parametrize("ng", [False, True])
+def test_a_record_length_past_the_end_of_the_file_allocates_nothing_for_it(tmp_path, ng):
+    # Found by fuzzing: dpkt read each record by the length its header declares, and the file
+    # object allocated that much before finding the file shorter (1 GB for a 3 KB capture).
+    path = tmp_path / "lying.pcap"
+    write_pcap(path, mqtt5_conversation().frames, ng=ng)
+    data = bytearray(path.read_bytes())
+    if ng:  # the section header block, then the interface block: its length (and trailer) lie
+        at = int.from_bytes(data[4:8], "little")
+        data[at + 4:at + 8] = (0x7FFFFFF0).to_bytes(4, "little")
+    else:  # the first record's caplen (24-byte file header, then ts_sec, ts_usec, caplen)
+        data[24 + 8:24 + 12] = (0x7FFFFFF0).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        try:
+            Capture.open(str(path), use_index_cache=False).messages_table()
+        except CmiFormatError as e:
+            assert e.source == str(path)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    assert peak < 16 << 20
 
 
 def test_a_connection_whose_first_client_segment_was_lost(tmp_path):

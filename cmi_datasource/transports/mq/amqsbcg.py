@@ -43,7 +43,7 @@ from ...errors import DumpSyntaxError, Location, TruncatedError
 from ...messages import PhysicalMessage
 from .hex_lines import PAIR_VALUES, all_head, decode_hex, head_apart, line_end, text_line
 from .message import mq_message
-from .mqmd import FIELDS_BY_BROWSE_NAME, MQMD, MQMD_FIELDS
+from .mqmd import FIELDS_BY_BROWSE_NAME, MQLONG_MAX, MQLONG_MIN, MQMD, MQMD_FIELDS
 
 STARTS_HERE = b"AMQSBCG0 - starts here"
 MESSAGE_START = re.compile(rb"^\s*MQGET of message number (\d+)")
@@ -224,9 +224,12 @@ def _field_value(name: bytes, raw: bytes, where: Location) -> Optional[Tuple[str
     text = raw[1:-1] if raw.startswith(b"'") else raw
     if field.kind == "int":
         try:
-            return field.name, int(text.strip())
+            value = int(text.strip())
         except ValueError:
             raise DumpSyntaxError(f"{name.decode()} : {raw[:40]!r} is not a whole number", where) from None
+        if not MQLONG_MIN <= value <= MQLONG_MAX:
+            raise DumpSyntaxError(f"{name.decode()} : {raw[:40]!r} does not fit the field's 4 bytes", where)
+        return field.name, value
     if len(text) > size:
         raise DumpSyntaxError(f"{name.decode()} holds {len(text)} characters, the field has {size}", where)
     padded = text.ljust(size, b" ")

@@ -26,7 +26,7 @@ from ...errors import DumpSyntaxError, Location, TruncatedError
 from ...messages import PhysicalMessage
 from .hex_lines import PAIR_VALUES, text_line, x_lines, x_run
 from .message import mq_message
-from .mqmd import FIELDS_BY_DUMP_CODE, MQMD, MQMD_FIELDS
+from .mqmd import FIELDS_BY_DUMP_CODE, MQLONG_MAX, MQLONG_MIN, MQMD, MQMD_FIELDS
 
 DEFAULT_DATA_WIDTH = 25  # bytes per X line, as dmpmqmsg writes by default
 STRING_ESCAPE = ord("~")
@@ -78,10 +78,14 @@ def _x_lines(run: bytes, offset: int) -> Iterator[Tuple[int, bytes]]:
 def _parse_int(value: bytes, where: Location, code: str) -> int:
     text = value.strip()
     try:
-        return int(text)
+        number = int(text)
     except ValueError:
         raise DumpSyntaxError(f"attribute {code} has value {text[:40]!r}, not a decimal integer",
                               where) from None
+    if not MQLONG_MIN <= number <= MQLONG_MAX:
+        raise DumpSyntaxError(f"attribute {code} has value {text[:40]!r}, which does not fit the field's 4 bytes",
+                              where)
+    return number
 
 
 def _parse_hex_field(value: bytes, size: int, default: bytes, where: Location, code: str) -> bytes:

@@ -91,6 +91,7 @@ MQMF_LAST_SEGMENT = 0x04
 MQMF_MSG_IN_GROUP = 0x08
 MQMF_LAST_MSG_IN_GROUP = 0x10
 
+MQLONG_MIN, MQLONG_MAX = -(1 << 31), (1 << 31) - 1  # every MQMD number is an MQLONG (4 bytes, signed)
 MQMD = dataclasses.make_dataclass(
     "MQMD",
     [(f.name, object, dataclasses.field(default=f.default)) for f in MQMD_FIELDS],

@@ -19,6 +19,7 @@ from .reassembly import Endpoint, Frame, Reassembler, Stream
 PCAP_MAGICS = (b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1")
 PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 OPENING_BYTES = 64  # what ``opens`` sees of a client stream
+READ_PIECE = 1 << 20  # most bytes asked of the file at once, whatever a record declares
 
 
 class PcapFormatError(CmiFormatError):
@@ -39,6 +40,35 @@ class Connection:
     @property
     def name(self) -> str:
         return f"{self.client[0]}:{self.client[1]} -> {self.server[0]}:{self.server[1]}"
+
+
+class _PieceReader:
+    """The capture file as dpkt reads it, except that ``read(n)`` asks the file for at most
+    ``READ_PIECE`` bytes at a time: dpkt reads a record by the length its header declares (a
+    pcap caplen, a pcapng block length), and a file object allocates what it is asked for before
+    it finds the file shorter. Memory then follows the file, not what its headers claim."""
+
+    def __init__(self, f):
+        self._f = f
+        self.name = getattr(f, "name", "<capture>")
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            return self._f.read()
+        pieces = []
+        while n > 0:
+            piece = self._f.read(min(n, READ_PIECE))
+            if not piece:
+                break
+            pieces.append(piece)
+            n -= len(piece)
+        return b"".join(pieces)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def seek(self, *args) -> int:
+        return self._f.seek(*args)
 
 
 def _link_decoders():
@@ -63,7 +93,8 @@ def _tcp_packets(path: str) -> Iterator[Tuple[Frame, object]]:
     """(frame, IP packet) of each frame of the capture that carries TCP."""
     import dpkt
     decoders = _link_decoders()
-    with open_capture(path) as f, decompressing(path):
+    with open_capture(path) as opened, decompressing(path):
+        f = _PieceReader(opened)
         magic = f.read(4)
         f.seek(0)
         try:

@@ -1,0 +1,42 @@
+"""The fuzz smoke CI runs: every atheris harness of ``fuzz/`` for about two seconds, in
+subprocesses, and none may find a bug (``make fuzz`` runs them for minutes; see fuzz/README.md).
+
+Not skipped when atheris is missing: the test then fails, saying how to install it, so that a
+machine without it cannot pass CI by fuzzing nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fuzz.targets import TARGETS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SMOKE_SECONDS = 2
+
+
+def test_every_fuzz_harness_runs_briefly_without_finding_a_bug(tmp_path):
+    try:
+        import atheris  # noqa: F401
+    except ImportError:
+        pytest.fail("atheris is not installed: the fuzz smoke needs it; install the test extras with "
+                    "`.venv/bin/pip install '.[test]'` (make test and make fuzz do)")
+    report = tmp_path / "fuzz.json"
+    # Kernels as shipped (the unit tests have compiled them already); make fuzz checks bounds.
+    command = [sys.executable, os.path.join(ROOT, "fuzz", "run.py"), "--seconds", str(SMOKE_SECONDS),
+               "--jobs", str(min(os.cpu_count() or 1, 4)), "--results", "", "--json", str(report),
+               "--no-boundscheck", "--quiet", "--corpus", str(tmp_path / "corpus")]  # the seeds alone
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads(report.read_text())
+    assert [r["target"] for r in results] == list(TARGETS)
+    for r in results:
+        assert r["inputs"] > 0, f"{r['target']} ran no input: {done.stdout[-2000:]}"
+    found = {r["target"]: list(r["crashes"]) + [a["kind"] for a in r["aborts"]] for r in results
+             if r["crashes"] or r["aborts"]}
+    assert not found, f"fuzzing found bugs: {found}\n{done.stdout[-3000:]}"
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
