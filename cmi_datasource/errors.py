@@ -90,6 +90,11 @@ class CmiEncodeError(CmiError, ValueError):
     """Data cannot be written as CMI: a column type, a name, a length or a character the target lacks."""
 
 
+class StagingLostError(CmiError):
+    """A write job's staging files vanished before its commit (removed by hand, by a cleanup, or by
+    the job's own abort): nothing of the job was committed."""
+
+
 class CmiFormatError(CmiError):
     """The capture does not follow the format it claims to be in."""
 

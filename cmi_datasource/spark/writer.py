@@ -9,6 +9,23 @@ lossyNumbers) and report row counts and the longest encoded value of each string
 encoded). The commit then streams the spills, in partition order, through the
 codec into one dump, renames it into place and removes the staging folder;
 ``abort`` removes it too. Memory stays bounded by one batch, whatever the row count.
+
+Under faults (each tested in ``spark_tests/spark/test_spark_write_faults.py``):
+
+- A task that fails and is retried (an exception, or its worker dying mid-spill) spills each
+  attempt to a file of its own; the commit reads only the spills of the attempts Spark
+  reports as successful, so every row is written once.
+- A job that aborts removes its staging folder (and the destination folder, when the job made
+  it and it is empty); the dumps already there are untouched, an overwrite included: previous
+  dumps are removed only after the new one is in place.
+- The dump is assembled inside the destination and renamed into place: a reader, or a driver
+  killed mid-commit, sees a whole dump or none. A killed driver's staging folder stays (it
+  cannot be told from a running job's); readers skip folders starting with ``_``.
+- Two jobs writing one directory each stage in their own folder and each leave one complete
+  dump, under a name with the job's id. An overwrite removes the dumps that were there when
+  it started, not one another job committed meanwhile.
+- Spills removed under a running job fail its commit with ``StagingLostError`` before a byte
+  of the dump is written.
 """
 from __future__ import annotations
 
@@ -31,7 +48,7 @@ from ..charsets import code_page
 from ..cmi.emit import OutgoingAttachment, header_groups
 from ..engine.options import SaveOptions
 from ..engine.write import FileToWrite, dataset_attachment, file_attachment, stream_messages
-from ..errors import CmiError, CmiOptionError
+from ..errors import CmiOptionError, StagingLostError
 from ..payload.sas_dataset_writer import (check_exact_numbers, check_schema, merge_lengths, no_sas_equivalent,
                                           string_lengths)
 from ..transports import capture_format
@@ -121,10 +138,13 @@ class CmiWriter(DataSourceArrowWriter):
             if "name" not in names or column not in names:
                 raise CmiOptionError(f"writing {options.kind} files needs columns 'name' and '{column}'; "
                                      f"the DataFrame has {sorted(names)}")
+        # What an overwrite replaces is what was here when the job started: a dump another job
+        # commits while this one runs is that job's output and stays.
+        self.replaces = previous_dumps(options.directory) if overwrite else []
         # Made last, once the options are known good, on the driver before any task runs: a task
         # that finds it gone knows the job was aborted and writes nothing, so a task finishing
         # late cannot leave files behind an abort.
-        os.makedirs(self.staging)
+        _make_staging(self.staging)
 
     # -- tasks ------------------------------------------------------------------------------
 
@@ -133,13 +153,16 @@ class CmiWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         partition_id = context.partitionId() if context else 0
         attempt = context.attemptNumber() if context else 0
-        path = os.path.join(self.staging, f"part-{partition_id:05d}-{attempt}.arrow")
+        # Each attempt spills to a name of its own: a failed attempt's half-written spill may
+        # remain until the job ends, and only the spills named in commit messages are read.
+        path = os.path.join(self.staging, f"part-{partition_id:05d}-attempt-{attempt}-{uuid.uuid4().hex[:8]}.arrow")
         rows, lengths = 0, {}
         codepage = code_page(self.options.codec.ccsid)
         try:
             sink = pa.OSFile(path, "wb")
         except OSError:
-            raise CmiError(f"the write job {self.job_id} was aborted: its staging folder is gone") from None
+            raise StagingLostError(f"the write job {self.job_id} was aborted: its staging folder "
+                                   f"{self.staging} is gone") from None
         try:
             with sink, pa.ipc.new_stream(sink, self.arrow_schema) as spill:
                 for batch in iterator:
@@ -193,6 +216,7 @@ class CmiWriter(DataSourceArrowWriter):
         o = self.options
         parts = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
         try:
+            self._check_spills(parts)
             attachments = (self._dataset_attachments(parts) if o.kind == "dataset"
                            else list(self._file_attachments(parts)))
             codepage = code_page(self.options.codec.ccsid)
@@ -202,20 +226,31 @@ class CmiWriter(DataSourceArrowWriter):
             if transport.sends_live(dict(o.transport_options)):  # nothing is written at the destination
                 transport.send(messages_out, dict(o.transport_options))
                 return
-            assembling = os.path.join(self.staging, "dump.tmp")
+            # Assembled inside the destination (the staging folder is in it), then renamed: the
+            # rename is atomic, so a reader or a crash sees the whole dump or none of it.
+            assembling = os.path.join(self.staging, f"assembling-{self.job_id}{capture_format(o.write_format).suffix}")
             with open(assembling, "wb") as out:
                 capture_format(o.write_format).write(
                     out, messages_out, deterministic=self.options.codec.deterministic_seed is not None,
                     comments=[WRITER_MARK, f"Dataset = {o.dataset_name}" if o.kind == "dataset"
                               else f"Files = {o.kind}"])
-            replaced = previous_dumps(o.directory) if self.overwrite else []
             suffix = capture_format(o.write_format).suffix
             final = os.path.join(o.directory, f"{DUMP_PREFIX}{o.dataset_name.lower()}-{self.job_id}{suffix}")
             os.replace(assembling, final)
-            for path in replaced:
-                os.remove(path)
+            for path in self.replaces:
+                _remove_quietly(path)  # another overwrite may have removed it already
         finally:
             self._remove_staging()
+
+    def _check_spills(self, parts: Sequence[CmiCommitMessage]) -> None:
+        """Every spill the tasks reported is still there, before a byte of the dump is written
+        (a spill lost midway would otherwise surface as a cut dump's read error)."""
+        for m in parts:
+            if not os.path.isfile(m.spill_path):
+                raise StagingLostError(
+                    f"the spill of partition {m.partition_id} ({m.spill_path}) is gone before the commit: "
+                    f"nothing was committed; something removed files under {STAGING_DIR} while the job "
+                    f"ran (a cleanup, or another job's overwrite by hand): write again")
 
     def abort(self, messages: List[Optional[CmiCommitMessage]]) -> None:
         self._remove_staging()
@@ -236,6 +271,18 @@ class CmiWriter(DataSourceArrowWriter):
             os.rmdir(parent)  # only when empty: other jobs may be staging beside us
         except OSError:
             pass
+
+
+def _make_staging(staging: str) -> None:
+    """``staging`` and its parent, robust to a sibling job removing the (then empty) parent at
+    the same moment as it ends."""
+    for _ in range(10):
+        try:
+            os.makedirs(staging)
+            return
+        except FileNotFoundError:
+            continue
+    os.makedirs(staging)
 
 
 def _remove_quietly(path: str) -> None:
