@@ -7,7 +7,9 @@ so running this again gives identical files (the tests check that).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import math
 import os
 import sys
 
@@ -20,7 +22,9 @@ from cmi_datasource.cmi.correl import (MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINA
                                        sequence_correl_id)
 from cmi_datasource.cmi.header import ATTACHMENT_TEXT_FILE, AttachmentEntry, CmiHeader, build_header  # noqa: E402
 from cmi_datasource.cmi.wire import FieldWriter, WireFormat  # noqa: E402
-from cmi_datasource.engine.write import DatasetToWrite, FileToWrite, WriteOptions, write_attachments_dump  # noqa: E402
+from cmi_datasource.engine.write import (DatasetToWrite, FileToWrite, WriteOptions, build_messages,  # noqa: E402
+                                         write_attachments_dump)
+from cmi_datasource.transports import capture_format  # noqa: E402
 from cmi_datasource.payload.external_file import file_payloads, text_records  # noqa: E402
 from cmi_datasource.transports.mq.dmpmqmsg import write_dump  # noqa: E402
 from cmi_datasource.transports.mq.mqmd import MQMD  # noqa: E402
@@ -120,6 +124,83 @@ def browsed_table() -> pa.Table:
     })
 
 
+def daily_sales_table() -> pa.Table:
+    """Half a year of sales in three regions: a weekly rhythm and a slow rise, for a chart."""
+    regions = ["NORTH", "SOUTH", "WEST"]
+    days = [dt.date(2026, 1, 1) + dt.timedelta(days=d) for d in range(181)]
+    rows = [(day, r, region) for d, day in enumerate(days) for r, region in enumerate(regions)]
+    schema = pa.schema([field("DAY", pa.date32(), "Business day", "DATE9."),
+                        field("REGION", pa.string(), "Sales region", "$8.", sas_length=8),
+                        field("AMOUNT", pa.float64(), "Net sales", "DOLLAR12.2"),
+                        field("UNITS", pa.float64(), "Units sold", "8.")])
+    amount = [round(1000 + 250 * r + 2.5 * (day - days[0]).days + 300 * math.sin(2 * math.pi * (day.toordinal() % 7) / 7)
+                    + (day.toordinal() * 37 + r * 11) % 101, 2) for day, r, _ in rows]
+    return pa.table({"DAY": [day for day, _, _ in rows], "REGION": [region for _, _, region in rows],
+                     "AMOUNT": amount, "UNITS": [float(int(a // 25)) for a in amount]}, schema=schema)
+
+
+def inventory_table() -> pa.Table:
+    schema = pa.schema([field("PART", pa.string(), "Part number", sas_length=8),
+                        field("WAREHOUSE", pa.string(), "Warehouse", sas_length=12),
+                        field("ON_HAND", pa.float64(), "Units on hand", "8."),
+                        field("COUNTED", pa.timestamp("us"), "Counted at", "DATETIME19.")])
+    warehouses = ["Zürich", "Göteborg", "Kraków", "Lyon"]
+    return pa.table({"PART": [f"P-{1000 + i}" for i in range(40)],
+                     "WAREHOUSE": [warehouses[i % 4] for i in range(40)],
+                     "ON_HAND": [float((i * 53) % 400) if i % 9 else None for i in range(40)],
+                     "COUNTED": [dt.datetime(2026, 11, 20, 6, 0) + dt.timedelta(minutes=7 * i) for i in range(40)]},
+                    schema=schema)
+
+
+def returns_table() -> pa.Table:
+    schema = pa.schema([field("RETURN_ID", pa.float64(), "Return id", "8."),
+                        field("DAY", pa.date32(), "Returned on", "DATE9."),
+                        field("REASON", pa.string(), "Reason", sas_length=16),
+                        field("AMOUNT", pa.float64(), "Refund", "DOLLAR10.2")])
+    reasons = ["damaged", "wrong size", "late delivery", "changed mind"]
+    return pa.table({"RETURN_ID": [float(5000 + i) for i in range(120)],
+                     "DAY": [dt.date(2026, 1, 1) + dt.timedelta(days=(i * 3) % 181) for i in range(120)],
+                     "REASON": [reasons[(i * 7) % 4] for i in range(120)],
+                     "AMOUNT": [round(10 + (i * 17) % 190 + 0.99, 2) for i in range(120)]}, schema=schema)
+
+
+def nightly_batch(path: str) -> None:
+    """One night's queue as a user would dump it: three senders, one transfer of which lost a
+    message. The sales data set with a notes file (UTF-8, little-endian), an inventory from z/OS
+    (EBCDIC CCSID 37, Encoding 785, S/390 floats), and returns whose second observation message
+    never arrived, so that attachment is incomplete. Put times are spread over the night, one
+    second a message, as a real queue would show them."""
+    transfers = [
+        (dt.datetime(2026, 11, 20, 22, 0, 0),
+         build_messages([DatasetToWrite(daily_sales_table(), "FIN", "DAILY_SALES", label="Daily sales by region",
+                                        description="Sales, first half of 2026")],
+                        [FileToWrite("sales_notes.txt", text="Sales extract, first half of 2026.\n"
+                                     "Amounts are net of returns; see FIN.RETURNS.\nRegions: NORTH, SOUTH, WEST.\n")],
+                        WriteOptions(deterministic_seed="nightly/sales", max_message_bytes=2048,
+                                     application_message="Nightly sales extract"))),
+        (dt.datetime(2026, 11, 20, 22, 5, 0),
+         build_messages([DatasetToWrite(inventory_table(), "PROD", "INVENTORY", description="Inventory from z/OS")],
+                        options=WriteOptions(deterministic_seed="nightly/inventory", encoding=785, ccsid=37,
+                                             max_message_bytes=1024, application_message="Inventory count"))),
+        (dt.datetime(2026, 11, 20, 22, 10, 0),
+         build_messages([DatasetToWrite(returns_table(), "FIN", "RETURNS", description="Returns, first half of 2026")],
+                        options=WriteOptions(deterministic_seed="nightly/returns", max_message_bytes=1024,
+                                             application_message="Returns extract"))),
+    ]
+    # FIN.RETURNS lost its sequence 4, the second observation message (after the header and the
+    # application message, sequence k is message k + 1 counting from 0).
+    lost = 4 + 1
+    messages = []
+    for start, sent in transfers:
+        if sent is transfers[-1][1]:
+            sent = sent[:lost] + sent[lost + 1:]
+        epoch = start.replace(tzinfo=dt.timezone.utc).timestamp()
+        messages += [dataclasses.replace(m, put_time=epoch + n) for n, m in enumerate(sent)]
+    with open(path, "wb") as out:
+        capture_format("dmpmqmsg").write(out, messages, deterministic=True, queue_manager="QM1",
+                                         queue="SAS.CMI.NIGHTLY")
+
+
 def sapdb_session(path: str) -> None:
     """A SAP DB / MaxDB session as RTE frames logged back to back (seed 004): connect, the seed's
     two examples (a dbs command with a typing error; a parse and execute of SELECT ... INTO),
@@ -203,6 +284,7 @@ def main(out_dir: str) -> None:
     dump("mqtt_stream.mqtt", [DatasetToWrite(browsed_table(), "MQTT", "ORDERS", description="Orders over MQTT")],
          format="mqtt", application_message="Orders over MQTT 5", max_message_bytes=512)
     sapdb_session(os.path.join(out_dir, "sapdb_session.rte"))
+    nightly_batch(os.path.join(out_dir, "nightly_batch.dmp"))
 
 
 if __name__ == "__main__":

@@ -24,12 +24,32 @@ def test_samples_are_regenerated_byte_for_byte(tmp_path):
         assert (tmp_path / name).read_bytes() == open(os.path.join(SAMPLES, name), "rb").read(), name
 
 
-def test_every_sample_attachment_is_complete_and_decodes():
+def test_every_sample_attachment_decodes_and_only_the_lost_one_is_incomplete():
     capture = Capture.open(SAMPLES)
     attachments = capture.attachments_table().to_pylist()
-    assert len(attachments) == 10 and all(a["complete"] and a["problem"] is None for a in attachments)
-    assert len(capture.files_table()) == 4
+    assert len(attachments) == 14
+    [incomplete] = [a for a in attachments if not a["complete"]]
+    assert incomplete["name"] == "FIN.RETURNS" and incomplete["problem"].endswith("missing [4]")
+    assert all(a["problem"] is None for a in attachments if a is not incomplete)
+    assert len(capture.files_table()) == 5
     assert set(capture.formats.values()) == {"dmpmqmsg", "amqsbcg", "tibrv", "mqtt", "sapdb"}
     for a in attachments:
-        if a["kind"] == "dataset":
+        if a["kind"] == "dataset" and a["complete"]:
             assert capture.dataset_table(attachment=a["attachment"]).num_rows == a["observations"]
+
+
+def test_the_nightly_batch_has_three_senders_spread_over_the_night():
+    """nightly_batch.dmp, the notebook's story: UTF-8 sales with a notes file, an EBCDIC inventory
+    from z/OS, and returns that lost their second observation message."""
+    capture = Capture.open(os.path.join(SAMPLES, "nightly_batch.dmp"))
+    messages = capture.messages_table().to_pylist()
+    assert {(m["encoding"], m["ccsid"]) for m in messages} == {(546, 1208), (785, 37)}
+    assert [m["put_time"] for m in messages][:3] == ["22000000", "22000100", "22000200"]
+    assert sorted({m["put_time"][:4] for m in messages}) == ["2200", "2205", "2210"]
+    sales = capture.dataset_table("FIN.DAILY_SALES")
+    assert sales.num_rows == 543 and sales.column_names == ["DAY", "REGION", "AMOUNT", "UNITS"]
+    inventory = capture.dataset_table("PROD.INVENTORY").to_pylist()
+    assert inventory[2]["WAREHOUSE"] == "Kraków" and inventory[0]["ON_HAND"] is None
+    returns = [m for m in messages if m["attachment"] is not None and m["sequence"] is not None
+               and m["put_time"].startswith("2210")]
+    assert sorted(m["sequence"] for m in returns) == [0, 1, 2, 3, 5, 6, 7]  # 0: the count message

@@ -162,15 +162,6 @@ def test_a_damaged_capture_is_a_typed_error_naming_file_message_and_offset(tmp_p
         str(path), message, start(message), offset)
 
 
-def test_the_reviewers_repro_bytes_are_rebuilt_exactly():
-    for edits, name in ((CRASH, "crash"), (STRUCTERR, "structerr"), (VALUEERR, "valueerr")):
-        repro = f"/tmp/rv/{name}.rv"
-        if not os.path.exists(repro):
-            pytest.skip("the reviewer's files are not on this machine")
-        with open(repro, "rb") as f:
-            assert patched(*edits) == f.read()
-
-
 def test_the_sample_itself_reads():
     capture = Capture.open([SAMPLE_PATH], use_index_cache=False)
     assert capture.dataset_table().num_rows == 20 and capture.files_table().num_rows == 1
