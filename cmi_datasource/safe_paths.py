@@ -30,10 +30,11 @@ directory, is returned for the caller to report. A write that fails removes its 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import unicodedata
-from typing import Iterator, Optional, Union
+from typing import BinaryIO, Iterator, Optional, Tuple, Union
 
 MAX_NAME_BYTES = 200  # room below the usual 255-byte limit for " (12345)" and a file system's own needs
 UNNAMED = "unnamed"
@@ -113,6 +114,16 @@ def write_new_file(directory: Union[str, os.PathLike], name: Union[str, bytes, N
 
     Never writes outside ``directory``, never opens or replaces an existing entry of it (a symlink
     included). Raises OSError when the file system refuses (no space, no permission)."""
+    with open_new_file(directory, name) as (chosen, out):
+        out.write(content)
+    return chosen
+
+
+@contextlib.contextmanager
+def open_new_file(directory: Union[str, os.PathLike], name: Union[str, bytes, None]
+                  ) -> Iterator[Tuple[str, BinaryIO]]:
+    """``write_new_file`` for content written piece by piece: yields the name chosen and the new
+    file, open for writing; the file is removed when the block raises (no partial file stays)."""
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     wanted = safe_name(name)
@@ -135,11 +146,11 @@ def write_new_file(directory: Union[str, os.PathLike], name: Union[str, bytes, N
                 continue
             try:
                 with os.fdopen(fd, "wb") as out:
-                    out.write(content)
+                    yield candidate, out
             except BaseException:
                 _remove(candidate, directory, folder)
                 raise
-            return candidate
+            return
         raise FileExistsError(f"no free name for {wanted!r} in {directory}")
     finally:
         if folder is not None:

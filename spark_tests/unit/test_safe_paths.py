@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cmi_datasource.safe_paths import MAX_NAME_BYTES, UNNAMED, safe_name, write_new_file
+from cmi_datasource.safe_paths import MAX_NAME_BYTES, UNNAMED, open_new_file, safe_name, write_new_file
 
 
 def inside(directory, relative) -> str:
@@ -161,3 +161,15 @@ def test_any_name_is_written_inside_the_directory(name):
                 assert f.read() == content
         assert sorted(os.listdir(target)) == sorted([first, second])
         assert os.listdir(root) == ["out"]
+
+
+def test_a_file_written_piece_by_piece_is_removed_when_the_writing_fails(tmp_path):
+    with open_new_file(tmp_path, "../part.parquet") as (chosen, out):
+        out.write(b"one")
+        out.write(b"two")
+    assert chosen == "part.parquet" and (tmp_path / chosen).read_bytes() == b"onetwo"
+    with pytest.raises(RuntimeError, match="source failed"):
+        with open_new_file(tmp_path, "part.parquet") as (chosen, out):
+            out.write(b"half")
+            raise RuntimeError("source failed")
+    assert chosen == "part (2).parquet" and sorted(os.listdir(tmp_path)) == ["part.parquet"]
