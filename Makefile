@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export PYTHONPATH := $(CURDIR)
 SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
 
-.PHONY: demo test samples bench bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
+.PHONY: demo test samples notebook bench bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
 
 # A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
 # pyspark_* modules on sys.path, which an editable install's import hook would hide.
@@ -59,6 +59,11 @@ fuzz: $(STAMP)
 
 samples: $(STAMP)
 	$(PY) scripts/make_samples.py
+
+# Re-run notebooks/explore.ipynb from a clean kernel and save its outputs (CI only runs it).
+notebook: $(STAMP) check-java
+	$(PY) -m pip install --quiet ".[notebook]"
+	$(PY) -m cmi_datasource.explore.run_notebook --write notebooks/explore.ipynb
 
 clean:
 	rm -rf $(VENV) .pytest_cache spark-warehouse
