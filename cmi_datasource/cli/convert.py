@@ -1,0 +1,98 @@
+"""``cmi convert``: one data set of a capture to Parquet or CSV through Spark.
+
+The one command that starts a JVM, for captures too large for one process: Spark reads the
+capture in parallel tasks and writes a directory of part files. pyspark is imported inside the
+command only, so every other command starts in a fraction of a second."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional, Sequence
+
+import click
+
+from ..engine import views
+from .commands import _examples, cli, mode_setting, option_setting, paths_argument
+from .exits import OUTPUT, Failure
+from .output import console
+from .reading import option_pairs, read_options
+
+TARGETS = ("parquet", "csv")
+
+
+@cli.command("convert", short_help="Convert a data set to Parquet or CSV with Spark.", epilog=_examples(
+    "cmi convert sample_queues/nightly_batch.dmp FIN.DAILY_SALES sales.parquet",
+    "cmi convert sample_queues/nightly_batch.dmp FIN.DAILY_SALES sales_csv --to csv --overwrite",
+    "cmi convert sample_queues/nightly_batch.dmp FIN.RETURNS returns --mode PERMISSIVE --master 'local[2]'"))
+@paths_argument
+@click.argument("dataset")
+@click.argument("out", metavar="OUT")
+@click.option("--to", "target", type=click.Choice(TARGETS), default="parquet", show_default=True,
+              help="The output format: a Spark directory of part files.")
+@click.option("--overwrite", is_flag=True, help="Replace OUT if it exists (otherwise an existing OUT is an error).")
+@click.option("--master", default="local[*]", show_default=True,
+              help="Spark master of the session started (an active session in this process is used instead).")
+@mode_setting
+@option_setting
+def convert(paths: Sequence[str], dataset: str, out: str, target: str, overwrite: bool, master: str,
+            mode: Optional[str], options: Sequence[str]) -> None:
+    """Convert data set DATASET (LIB.MEMBER or MEMBER) of a capture to Parquet or CSV with
+    Spark: spark.read.format("cmi").option("dataset", DATASET).load(PATH...).write.parquet(OUT).
+    CSV gets a header line."""
+    given = option_pairs(options)
+    # Before a JVM starts, what can fail fast does: the options, by the parser the source uses,
+    # and the data set's choice and definitions, planned as Spark's planning will (the capture's
+    # message index is cached on disk, so Spark's planning reads it again for free).
+    o = read_options(paths, given, view="dataset", dataset=dataset, mode=mode)
+    views.view(o.view).schema(o)
+    check_destination(out, overwrite)
+    status = console(stderr=True).status(f"converting {dataset} to {target} with Spark ...")
+    if status.console.is_terminal:
+        status.start()
+    try:
+        run_spark_job(list(paths), dict(given, dataset=dataset, **({"mode": mode} if mode else {})),
+                      out, target, overwrite, master)
+    finally:
+        status.stop()
+    console().print(f"wrote {dataset.upper()} to {out} ({target})")
+
+
+def check_destination(out: str, overwrite: bool) -> None:
+    """Refuse a destination Spark would refuse, before starting it (exit code 3)."""
+    if os.path.exists(out) and not overwrite:
+        raise Failure(f"cannot write {out}: it exists; --overwrite replaces it", OUTPUT)
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise Failure(f"cannot write {out}: {parent} is no directory", OUTPUT)
+    if not os.access(parent, os.W_OK):
+        raise Failure(f"cannot write {out}: {parent} is not writable", OUTPUT)
+
+
+def run_spark_job(paths: Sequence[str], options: dict, out: str, target: str, overwrite: bool, master: str) -> None:
+    from pyspark.sql import SparkSession
+
+    import cmi_datasource
+    from ..errors import typed_errors
+
+    session = SparkSession.getActiveSession()
+    started = session is None
+    if started:
+        # Workers run this interpreter, which has this package and its dependencies.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        session = (SparkSession.builder.master(master).appName("cmi convert")
+                   .config("spark.ui.enabled", "false").getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+    try:
+        cmi_datasource.register(session)
+        # The CmiError inside Spark's exception is raised as itself, and ends the command as
+        # the same error does in the other commands.
+        with typed_errors():
+            frame = session.read.format("cmi").options(**options).load(list(paths))
+            writer = frame.write.mode("overwrite" if overwrite else "errorifexists")
+            if target == "csv":
+                writer.option("header", "true").csv(out)
+            else:
+                writer.parquet(out)
+    finally:
+        if started:
+            session.stop()
