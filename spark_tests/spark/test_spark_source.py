@@ -72,7 +72,9 @@ def test_attachment_option_and_views(spark, samples_dir):
     atts = spark.read.format("cmi").option("view", "attachments").load(samples_dir)
     by_name = {r["name"]: r for r in atts.collect()}
     assert set(by_name) == {"WORK.CUSTOMERS", "SALES.MONTHLY", "PROD.LEDGER", "WORK.ORDERS", "RV.ORDERS",
-                            "MQTT.ORDERS", "report.txt", "logo.bin", "d:\\mytext.txt", "rv_note.txt"}
+                            "MQTT.ORDERS", "report.txt", "logo.bin", "d:\\mytext.txt", "rv_note.txt",
+                            "FIN.DAILY_SALES", "sales_notes.txt", "PROD.INVENTORY", "FIN.RETURNS"}
+    assert [n for n, r in by_name.items() if not r["complete"]] == ["FIN.RETURNS"]
     assert by_name["WORK.ORDERS"]["source"].endswith("amqsbcg_browse.txt")
     customers = by_name["WORK.CUSTOMERS"]
     assert customers["kind"] == "dataset" and customers["complete"] and customers["observations"] == 6
