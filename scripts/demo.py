@@ -8,6 +8,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from pyspark.sql import SparkSession  # noqa: E402
 
+from cmi_datasource.explore import summarize  # noqa: E402
+
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample_queues")
 
 
@@ -46,6 +48,8 @@ def main() -> None:
     print("== External files ==")
     spark.read.format("cmi").option("view", "files").load(SAMPLES) \
         .select("name", "kind", "lrecl", "size", "text").show(truncate=False)
+    print("== One night's queue at a glance, without Spark (in a terminal: cmi ls sample_queues/nightly_batch.dmp) ==")
+    print(summarize(os.path.join(SAMPLES, "nightly_batch.dmp")))
     spark.stop()
 
 
