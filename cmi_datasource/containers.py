@@ -16,38 +16,77 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import io
 import lzma
 import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, Optional, Tuple
 
 from .errors import Location, TruncatedError
+from .storage import open_input
 
 
-def _open_gzip(path: str) -> BinaryIO:
+def _open_gzip(raw: BinaryIO) -> BinaryIO:
     from isal import igzip  # ISA-L: several times zlib's speed
-    return igzip.open(path, "rb")
+    return igzip.open(raw, "rb")
 
 
-def _open_zstd(path: str) -> BinaryIO:
+def _open_zstd(raw: BinaryIO) -> BinaryIO:
     import io
 
     import zstandard
-    return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True),
-                             buffer_size=1 << 20)
+    return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), buffer_size=1 << 20)
 
 
 @dataclass(frozen=True)
 class Compression:
     name: str
     magic: bytes
-    open: Callable[[str], BinaryIO]
+    decompress: Callable[[BinaryIO], BinaryIO]  # the decompressed stream of a raw file, closing it when closed
+
+    def open(self, path: str) -> BinaryIO:
+        return self.decompress(_Buffered(open_input(path)))
 
 
+class _Buffered(io.BufferedReader):
+    """A raw file for a decompressor, read in large pieces (a remote file's every read is a
+    request), closing the raw file with itself."""
+
+    def __init__(self, raw: BinaryIO):
+        super().__init__(raw if isinstance(raw, io.RawIOBase) else _RawOf(raw), buffer_size=READ_AHEAD_BYTES)
+
+
+class _RawOf(io.RawIOBase):
+    """``io.RawIOBase`` over any file with ``readinto`` (a pyarrow file), so io can buffer it."""
+
+    def __init__(self, f):
+        self._f = f
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, view) -> int:
+        return self._f.readinto(view)
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
+
+
+READ_AHEAD_BYTES = 1 << 20
 COMPRESSIONS = (
     Compression("gzip", b"\x1f\x8b", _open_gzip),
-    Compression("bzip2", b"BZh", lambda path: bz2.open(path, "rb")),
-    Compression("xz", b"\xfd7zXZ\x00", lambda path: lzma.open(path, "rb")),
+    Compression("bzip2", b"BZh", lambda raw: bz2.open(raw, "rb")),
+    Compression("xz", b"\xfd7zXZ\x00", lambda raw: lzma.open(raw, "rb")),
     Compression("zstd", b"\x28\xb5\x2f\xfd", _open_zstd),
 )
 _MAGIC_BYTES = max(len(c.magic) for c in COMPRESSIONS)
@@ -55,7 +94,7 @@ _MAGIC_BYTES = max(len(c.magic) for c in COMPRESSIONS)
 
 def compression_of(path: str) -> Optional[Compression]:
     """The compression of the file at ``path``, from its first bytes, or None for a plain file."""
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         head = f.read(_MAGIC_BYTES)
     return next((c for c in COMPRESSIONS if head.startswith(c.magic)), None)
 
@@ -64,7 +103,7 @@ def open_capture(path: str) -> BinaryIO:
     """The capture file's bytes, decompressed when it is compressed; read them inside
     ``decompressing(path)`` so that a damaged stream is a typed error."""
     compression = compression_of(path)
-    return open(path, "rb") if compression is None else compression.open(path)
+    return _Buffered(open_input(path)) if compression is None else compression.open(path)
 
 
 @contextlib.contextmanager
@@ -89,7 +128,7 @@ class CaptureReader:
         self.path = path
         self.compression = compression_of(path)
         # A plain file unbuffered: ranges are read straight into the caller's buffer, no copy.
-        self._file = open(path, "rb", buffering=0) if self.compression is None else self.compression.open(path)
+        self._file = open_input(path) if self.compression is None else self.compression.open(path)
         self._position = 0  # of a compressed stream
         self._last_start, self._last = 0, b""
 

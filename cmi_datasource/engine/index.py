@@ -7,8 +7,8 @@ a CRC-32 (``messages.partial``), and re-reads the rest from the file when it is 
 (variable definitions, an application message) or when a partition decodes it. Pieces of
 logical messages (MQ segments) stay whole until the transport joins them.
 
-The index of a file is built once per (path, size, mtime, format) and cached in memory and
-in the temporary directory, so Spark's planning steps, which run in separate Python
+The index of a file is built once per (file identity, format) and cached in memory and in
+the temporary directory of the process's machine, so Spark's planning steps, which run in separate Python
 workers, share it.
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import List
 
 from ..cmi.correl import MSGTYPE_CMI_HEADER
 from ..messages import PhysicalMessage, crc32, partial
+from ..storage import identity, open_input
 from ..transports import CaptureFormat
 from ..transports.base import scan_recovering
 
@@ -50,15 +51,19 @@ FINGERPRINT_BYTES = 64 << 10
 
 
 def file_key(path: str) -> tuple:
-    """Path, size, mtime and a CRC of the file's first and last 64 KiB: a dump rewritten with the
-    same size and a restored mtime (``cp -p``, ``rsync -t``) still differs there (its header
-    carries the time it was created), so it gets a new index."""
-    stat = os.stat(path)
-    with open(path, "rb") as f:
+    """The file's identity (``storage.identity``: path, size, and mtime or the store's version)
+    and, unless the store versions its objects, a CRC of the file's first and last 64 KiB: a
+    dump rewritten with the same size and a restored mtime (``cp -p``, ``rsync -t``) still differs
+    there (its header carries the time it was created), so it gets a new index. An S3 ETag or
+    a GCS generation changes with every write: no bytes need reading."""
+    found = identity(path)
+    if found.version[0][0] != "mtime":
+        return (found.path, found.size) + found.version
+    with open_input(path) as f:
         head = f.read(FINGERPRINT_BYTES)
-        f.seek(max(stat.st_size - FINGERPRINT_BYTES, 0))
+        f.seek(max(found.size - FINGERPRINT_BYTES, 0))
         tail = f.read(FINGERPRINT_BYTES)
-    return (os.path.abspath(path), stat.st_size, stat.st_mtime_ns, crc32(tail, crc32(head)))
+    return (found.path, found.size) + found.version + (crc32(tail, crc32(head)),)
 
 
 def _cache_file(key: tuple) -> str:

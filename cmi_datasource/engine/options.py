@@ -19,6 +19,7 @@ from .. import transports
 from ..errors import CmiOptionError, not_one_of
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, NAME_RULES
+from ..storage import local_path
 from .write import WriteOptions
 
 # Room for a header with a few attachments and any one variable definition.
@@ -224,7 +225,7 @@ class SaveOptions:
             directory = os.path.join(tempfile.gettempdir(), "cmi-datasource-send")
         if not directory:
             raise CmiOptionError("no destination: df.write.format('cmi').mode('append').save('<directory>')")
-        directory = directory[len("file:"):] if directory.startswith("file:") else directory
+        directory = local_path(directory)  # file: URIs; other URIs are kept (storage.py)
         library, member = _dataset_name(options.get("dataset", "WORK.DATA"))
         kind = _choice(options, "kind", "dataset", WRITE_KINDS)
         # TIB/RV sends numbers as big-endian IEEE doubles (seed 001): its records are written so.

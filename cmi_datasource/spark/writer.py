@@ -48,7 +48,8 @@ from ..charsets import code_page
 from ..cmi.emit import OutgoingAttachment, header_groups
 from ..engine.options import SaveOptions
 from ..engine.write import FileToWrite, dataset_attachment, file_attachment, stream_messages
-from ..errors import CmiOptionError, StagingLostError
+from .. import storage
+from ..errors import CmiError, CmiOptionError, StagingLostError
 from ..payload.sas_dataset_writer import (check_exact_numbers, check_schema, merge_lengths, no_sas_equivalent,
                                           string_lengths)
 from ..transports import capture_format
@@ -84,7 +85,7 @@ def _arrow_schema_with_metadata(schema: StructType) -> pa.Schema:
 
 
 def _spill_batches(path: str) -> Iterator[pa.RecordBatch]:
-    with pa.OSFile(path, "rb") as source:
+    with (storage.open_input(path) if storage.is_remote(path) else pa.OSFile(path, "rb")) as source:
         reader = pa.ipc.open_stream(source)
         for batch in reader:
             yield batch
@@ -98,16 +99,12 @@ def previous_dumps(directory: str) -> List[str]:
     """Captures an earlier save wrote here: our name pattern, and in text dumps our header mark
     (an RV capture has no place for one: the name, with its job id, identifies it)."""
     found = []
-    if not os.path.isdir(directory):
-        return found
-    for name in sorted(os.listdir(directory)):
-        path = os.path.join(directory, name)
-        if not (_OUR_NAME.match(name) and os.path.isfile(path)):
+    for name in storage.list_names(directory):
+        path = storage.join(directory, name)
+        if not (_OUR_NAME.match(name) and storage.is_file(path)):
             continue
-        if name.endswith(DUMP_SUFFIX):
-            with open(path, "rb") as f:
-                if WRITER_MARK.encode() not in f.read(512):
-                    continue
+        if name.endswith(DUMP_SUFFIX) and WRITER_MARK.encode() not in storage.read_head(path, 512):
+            continue
         found.append(path)
     return found
 
@@ -118,8 +115,8 @@ class CmiWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
         self.arrow_schema = _arrow_schema_with_metadata(schema)
         self.job_id = uuid.uuid4().hex
-        self.destination_existed = os.path.isdir(options.directory)
-        self.staging = os.path.join(options.directory, STAGING_DIR, self.job_id)
+        self.destination_existed = storage.is_dir(options.directory)
+        self.staging = storage.join(options.directory, STAGING_DIR, self.job_id)
         codepage = code_page(self.options.codec.ccsid)
         try:
             message = codepage.encode(self.options.codec.application_message)
@@ -155,11 +152,11 @@ class CmiWriter(DataSourceArrowWriter):
         attempt = context.attemptNumber() if context else 0
         # Each attempt spills to a name of its own: a failed attempt's half-written spill may
         # remain until the job ends, and only the spills named in commit messages are read.
-        path = os.path.join(self.staging, f"part-{partition_id:05d}-attempt-{attempt}-{uuid.uuid4().hex[:8]}.arrow")
+        path = storage.join(self.staging, f"part-{partition_id:05d}-attempt-{attempt}-{uuid.uuid4().hex[:8]}.arrow")
         rows, lengths = 0, {}
         codepage = code_page(self.options.codec.ccsid)
         try:
-            sink = pa.OSFile(path, "wb")
+            sink = storage.open_output(path) if storage.is_remote(path) else pa.OSFile(path, "wb")
         except OSError:
             raise StagingLostError(f"the write job {self.job_id} was aborted: its staging folder "
                                    f"{self.staging} is gone") from None
@@ -228,15 +225,15 @@ class CmiWriter(DataSourceArrowWriter):
                 return
             # Assembled inside the destination (the staging folder is in it), then renamed: the
             # rename is atomic, so a reader or a crash sees the whole dump or none of it.
-            assembling = os.path.join(self.staging, f"assembling-{self.job_id}{capture_format(o.write_format).suffix}")
-            with open(assembling, "wb") as out:
+            assembling = storage.join(self.staging, f"assembling-{self.job_id}{capture_format(o.write_format).suffix}")
+            with storage.open_output(assembling) as out:
                 capture_format(o.write_format).write(
                     out, messages_out, deterministic=self.options.codec.deterministic_seed is not None,
                     comments=[WRITER_MARK, f"Dataset = {o.dataset_name}" if o.kind == "dataset"
                               else f"Files = {o.kind}"])
             suffix = capture_format(o.write_format).suffix
-            final = os.path.join(o.directory, f"{DUMP_PREFIX}{o.dataset_name.lower()}-{self.job_id}{suffix}")
-            os.replace(assembling, final)
+            final = storage.join(o.directory, f"{DUMP_PREFIX}{o.dataset_name.lower()}-{self.job_id}{suffix}")
+            storage.move(assembling, final)
             for path in self.replaces:
                 _remove_quietly(path)  # another overwrite may have removed it already
         finally:
@@ -246,7 +243,7 @@ class CmiWriter(DataSourceArrowWriter):
         """Every spill the tasks reported is still there, before a byte of the dump is written
         (a spill lost midway would otherwise surface as a cut dump's read error)."""
         for m in parts:
-            if not os.path.isfile(m.spill_path):
+            if not storage.is_file(m.spill_path):
                 raise StagingLostError(
                     f"the spill of partition {m.partition_id} ({m.spill_path}) is gone before the commit: "
                     f"nothing was committed; something removed files under {STAGING_DIR} while the job "
@@ -254,11 +251,16 @@ class CmiWriter(DataSourceArrowWriter):
 
     def abort(self, messages: List[Optional[CmiCommitMessage]]) -> None:
         self._remove_staging()
+        if storage.is_remote(self.options.directory):
+            return  # a store's "folders" are key prefixes: one with no object left is gone
         if not self.destination_existed and os.path.isdir(self.options.directory) \
                 and not os.listdir(self.options.directory):
             os.rmdir(self.options.directory)
 
     def _remove_staging(self) -> None:
+        if storage.is_remote(self.staging):
+            storage.delete_tree(self.staging)
+            return
         # A task still finishing may create a file while the folder is being removed: try again
         # until the folder is gone (tasks cannot recreate it; see __init__).
         for _ in range(100):
@@ -276,6 +278,9 @@ class CmiWriter(DataSourceArrowWriter):
 def _make_staging(staging: str) -> None:
     """``staging`` and its parent, robust to a sibling job removing the (then empty) parent at
     the same moment as it ends."""
+    if storage.is_remote(staging):
+        storage.make_dirs(staging)
+        return
     for _ in range(10):
         try:
             os.makedirs(staging)
@@ -287,6 +292,6 @@ def _make_staging(staging: str) -> None:
 
 def _remove_quietly(path: str) -> None:
     try:
-        os.remove(path)
-    except OSError:
+        storage.delete_file(path)
+    except (OSError, CmiError):
         pass

@@ -17,11 +17,11 @@ whole, once per partition that needs it, and each attachment in it is one partit
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Dict, Iterator, List, Sequence, Tuple
 
 from ...errors import CmiFormatError, Location
 from ...messages import MessageSpan, PhysicalMessage
+from ...storage import identity
 from . import packets
 from .streams import MqttDetails, stream_messages
 from ..tcp import read_connections
@@ -101,8 +101,7 @@ class PcapCache:
         self.key, self.messages = None, []
 
     def get(self, path: str) -> List[PhysicalMessage]:
-        stat = os.stat(path)
-        key = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
+        key = identity(path)
         if key != self.key:
             self.key, self.messages = key, read_pcap(path)
         return self.messages
