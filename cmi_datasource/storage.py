@@ -33,13 +33,10 @@ REMOTE_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
-class StorageError(CmiError):
-    """A store refused or could not serve a path: the bucket, container or key is missing, the
-    credentials do not allow it, or the store cannot be reached."""
+class _WithHint:
+    """An error whose text is its problem and, on the next line, what to do (as CmiFormatError's)."""
 
-    hint = ("check the URI and the store's standard credentials and endpoint settings (for S3: "
-            "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL) in the "
-            "environment of the driver and of Spark's executors")
+    hint = ""
 
     def __init__(self, problem: str, hint: Optional[str] = None):
         self.problem = problem
@@ -51,8 +48,24 @@ class StorageError(CmiError):
         return type(self), (self.problem, self.hint)
 
 
+class StorageError(_WithHint, CmiError):
+    """A store refused or could not serve a path: the credentials do not allow it, or the store
+    cannot be reached."""
+
+    hint = ("check the URI and the store's standard credentials and endpoint settings (for S3: "
+            "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL) in the "
+            "environment of the driver and of Spark's executors")
+
+
 class StorageAccessError(StorageError):
     """The credentials found do not allow reading (or writing) the path."""
+
+
+class PathNotFoundError(_WithHint, CmiOptionError):
+    """A path given to load() names nothing: no file, folder, glob match, bucket or key."""
+
+    hint = ("check the path (a file, a folder or a glob; an object store's URI as scheme://bucket/key); "
+            "for an object store, that the bucket exists and the credentials may list it")
 
 
 def scheme_of(path: str) -> Optional[str]:
@@ -108,15 +121,16 @@ def _uri(uri_of_root: str, inner: str) -> str:
 def _refused(uri: str, error: BaseException, doing: str) -> CmiError:
     """What a store's OSError means for the user, typed."""
     text = str(error)
-    lowered = text.lower()
-    if isinstance(error, PermissionError) or "accessdenied" in lowered.replace(" ", "") or "forbidden" in lowered \
-            or "access denied" in lowered or "403" in lowered:
+    # pyarrow reports the store's error code in its text (AWS Error ACCESS_DENIED, NO_SUCH_BUCKET):
+    # compared without case, spaces and underscores.
+    squeezed = text.lower().replace(" ", "").replace("_", "")
+    if isinstance(error, PermissionError) or "accessdenied" in squeezed or "forbidden" in squeezed:
         return StorageAccessError(f"the store refused {doing} {uri}: access denied ({text})")
-    if "nosuchbucket" in lowered.replace(" ", "") or "bucket does not exist" in lowered or "no such bucket" in lowered:
-        return CmiOptionError(f"the bucket of {uri} does not exist ({text})")
-    if isinstance(error, FileNotFoundError) or "not found" in lowered or "nosuchkey" in lowered.replace(" ", "") \
-            or "does not exist" in lowered or "404" in lowered:
-        return CmiOptionError(f"path {uri!r} does not exist")
+    if "nosuchbucket" in squeezed or "bucketdoesnotexist" in squeezed:
+        return PathNotFoundError(f"the bucket of {uri!r} does not exist ({text})")
+    if isinstance(error, FileNotFoundError) or "notfound" in squeezed or "nosuchkey" in squeezed \
+            or "doesnotexist" in squeezed:
+        return PathNotFoundError(f"path {uri!r} does not exist")
     return StorageError(f"the store could not serve {doing} {uri}: {text}")
 
 
@@ -167,17 +181,17 @@ def identity(path: str) -> Identity:
     return Identity(path, size, version)
 
 
-def _missing(fs, inner: str, given: str) -> CmiOptionError:
+def _missing(fs, inner: str, given: str) -> PathNotFoundError:
     """Not found: say whether the bucket (container) itself is missing, the commoner mistake."""
     import pyarrow.fs as pafs
     bucket = inner.split("/")[0]
     if scheme_of(given) in ("s3", "gs", "gcs", "abfs", "abfss") and bucket != inner:
         try:
             if fs.get_file_info(bucket).type == pafs.FileType.NotFound:
-                return CmiOptionError(f"the bucket {bucket!r} of {given!r} does not exist")
+                return PathNotFoundError(f"the bucket {bucket!r} of {given!r} does not exist")
         except OSError:
             pass
-    return CmiOptionError(f"path {given!r} does not exist")
+    return PathNotFoundError(f"path {given!r} does not exist")
 
 
 def _visible(name: str) -> bool:
@@ -221,7 +235,7 @@ def list_capture_files(given: str) -> List[str]:
             continue
         files.append(_uri(given, entry.path))
     if magic and not files:
-        raise CmiOptionError(f"no file matches {given!r}")
+        raise PathNotFoundError(f"no file matches {given!r}")
     return sorted(files)
 
 
@@ -229,7 +243,7 @@ def _list_local(given: str) -> List[str]:
     import glob as globbing
     matches = sorted(globbing.glob(given)) if globbing.has_magic(given) else [given]
     if not matches:
-        raise CmiOptionError(f"no file matches {given!r}")
+        raise PathNotFoundError(f"no file matches {given!r}")
     found: List[str] = []
     for path in matches:
         if os.path.isdir(path):
@@ -239,7 +253,7 @@ def _list_local(given: str) -> List[str]:
         elif os.path.isfile(path):
             found.append(path)
         else:
-            raise CmiOptionError(f"path {path!r} does not exist")
+            raise PathNotFoundError(f"path {path!r} does not exist")
     return [os.path.abspath(p) for p in found]
 
 

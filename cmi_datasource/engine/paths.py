@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, List
 
-from ..errors import CmiOptionError
-from ..storage import list_capture_files
+from ..storage import PathNotFoundError, list_capture_files
 
 
 def resolve_paths(paths: Iterable[str]) -> List[str]:
@@ -17,5 +16,5 @@ def resolve_paths(paths: Iterable[str]) -> List[str]:
         found.extend(list_capture_files(given))
     unique = list(dict.fromkeys(found))
     if not unique:
-        raise CmiOptionError(f"no capture files under {paths!r}")
+        raise PathNotFoundError(f"no capture files under {paths!r}")
     return unique

@@ -1,0 +1,82 @@
+"""``Capture.open`` on s3:// URIs (no Spark): same tables as the local files, typed errors.
+
+These wait for the storage seam (pyarrow.fs paths in ``engine/paths.py``, ``containers.py``,
+``engine/index.py``)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from s3_helpers import (ACCESS_DENIED_ERRORS, DATA_BUCKET, DENIED_BUCKET, MISSING_BUCKET,
+                        MISSING_OBJECT_ERRORS, assert_storage_error)
+
+SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "sample_queues")
+NIGHTLY = os.path.join(SAMPLES, "nightly_batch.dmp")
+
+
+def _open(paths):
+    from cmi_datasource import Capture
+    return Capture.open(paths)
+
+
+def _without_source(table):
+    return table.drop_columns([c for c in ("source",) if c in table.column_names])
+
+
+def test_dataset_table_equals_the_local_read(s3):
+    uri = s3.upload(NIGHTLY, s3.prefix("cap") + "/nightly_batch.dmp")
+    assert _open(uri).dataset_table("FIN.DAILY_SALES").equals(_open(NIGHTLY).dataset_table("FIN.DAILY_SALES"))
+
+
+def test_directory_and_glob(s3):
+    prefix = s3.prefix("cap")
+    s3.upload(NIGHTLY, f"{prefix}/dir/nightly_batch.dmp")
+    s3.put(f"{prefix}/dir/_cmi_temporary/junk.dmp", b"not a capture")
+    s3.put(f"{prefix}/dir/.hidden", b"not a capture")
+    local = _open(NIGHTLY).dataset_table("FIN.DAILY_SALES")
+    for uri in (s3.uri(f"{prefix}/dir/"), s3.uri(f"{prefix}/dir"), s3.uri(f"{prefix}/dir/*.dmp")):
+        assert _open(uri).dataset_table("FIN.DAILY_SALES").equals(local), uri
+
+
+def test_rewritten_object_is_read_again_not_from_the_index_cache(s3):
+    key = s3.prefix("cap") + "/q.dmp"
+    uri = s3.upload(NIGHTLY, key)
+    assert _open(uri).dataset_table("FIN.DAILY_SALES").num_rows == 543
+    other = os.path.join(SAMPLES, "mixed_types.dmp")
+    s3.upload(other, key)  # same key, other content
+    assert _without_source(_open(uri).attachments_table()).equals(_without_source(_open(other).attachments_table()))
+
+
+def test_missing_key(s3):
+    uri = s3.uri(s3.prefix("cap") + "/absent.dmp")
+    with pytest.raises(Exception) as info:
+        _open(uri)
+    assert_storage_error(info.value, uri, MISSING_OBJECT_ERRORS)
+
+
+def test_missing_bucket(s3):
+    uri = f"s3://{MISSING_BUCKET}/nightly_batch.dmp"
+    with pytest.raises(Exception) as info:
+        _open(uri)
+    assert_storage_error(info.value, uri, MISSING_OBJECT_ERRORS)
+    assert MISSING_BUCKET in str(info.value)
+
+
+def test_access_denied(s3):
+    uri = f"s3://{DENIED_BUCKET}/secret/nightly_batch.dmp"
+    with pytest.raises(Exception) as info:
+        _open(uri)
+    assert_storage_error(info.value, uri, ACCESS_DENIED_ERRORS)
+
+
+def test_cut_object_is_a_format_error_naming_the_uri(s3):
+    from cmi_datasource.errors import CmiFormatError
+    with open(NIGHTLY, "rb") as f:
+        data = f.read()
+    uri = s3.put(s3.prefix("cap") + "/cut.dmp", data[:len(data) // 2])
+    with pytest.raises(CmiFormatError) as info:
+        _open(uri).dataset_table("FIN.DAILY_SALES")
+    assert info.value.source == uri
+    assert "what to do" in str(info.value)
