@@ -33,7 +33,7 @@ import urllib.request
 
 import pytest
 
-from s3_helpers import DATA_BUCKET, DENIED_BUCKET, S3Server
+from .s3_helpers import DATA_BUCKET, DENIED_BUCKET, S3Server
 
 REGION = "us-east-1"
 ENV_NAMES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_REGION",

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from pyarrow import fs as pafs
 
-from s3_helpers import DATA_BUCKET, DENIED_BUCKET, MISSING_BUCKET
+from .s3_helpers import DATA_BUCKET, DENIED_BUCKET, MISSING_BUCKET
 
 
 def _fs():

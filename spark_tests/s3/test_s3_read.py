@@ -7,7 +7,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from s3_helpers import (ACCESS_DENIED_ERRORS, DATA_BUCKET, DENIED_BUCKET, MISSING_BUCKET,
+from .s3_helpers import (ACCESS_DENIED_ERRORS, DATA_BUCKET, DENIED_BUCKET, MISSING_BUCKET,
                         MISSING_OBJECT_ERRORS, assert_storage_error, object_gets, range_of)
 
 pytestmark = pytest.mark.spark

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from s3_helpers import DENIED_BUCKET, ACCESS_DENIED_ERRORS, assert_storage_error
+from .s3_helpers import DENIED_BUCKET, ACCESS_DENIED_ERRORS, assert_storage_error
 
 pytestmark = pytest.mark.spark
 
