@@ -249,7 +249,8 @@ def test_extract_without_data_sets(tmp_path):
 
 def test_missing_path_is_a_usage_error(tmp_path):
     result = run("ls", str(tmp_path / "nope.dmp"), code=2)
-    assert result.stderr.startswith("CmiOptionError: path") and "does not exist" in result.stderr
+    assert result.stderr.startswith("PathNotFoundError: path") and "does not exist" in result.stderr
+    assert "  what to do: check the path" in result.stderr
 
 
 def test_unknown_data_set_is_a_usage_error_listing_the_data_sets():
