@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export PYTHONPATH := $(CURDIR)
 SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
 
-.PHONY: demo test samples notebook bench bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
+.PHONY: demo test samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
 
 # A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
 # pyspark_* modules on sys.path, which an editable install's import hook would hide.
@@ -42,6 +42,10 @@ bench-decode: $(STAMP)
 # Each MQ capture kind (amqsbcg, gzip, zstd) against the plain dmpmqmsg dump of the same rows.
 bench-captures: $(STAMP)
 	$(PY) bench/bench_captures.py 1000000
+
+# What a fresh Spark Python worker pays before its first batch, against a trivial source's worker.
+bench-fresh-worker: $(STAMP)
+	$(PY) bench/bench_fresh_worker.py 7
 
 bench-sapdb: $(STAMP)
 	$(PY) bench/bench_sapdb.py 1000000

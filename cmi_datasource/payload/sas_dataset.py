@@ -18,6 +18,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import pyarrow as pa
 
+from ..arrow.numbers import from_numpy
 from ..arrow.strings import string_fields
 from ..charsets import NOT_IN_CODE_PAGE, CodePage
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, min_record_size, read_record
@@ -376,7 +377,7 @@ class ObservationDecoder:
     def _numeric(self, values, missing, variable, arrow_type, first_row, locate) -> pa.Array:
         kind = variable.temporal_kind if self.temporal else None
         if kind is None:
-            return pa.array(values, type=pa.float64(), mask=missing)
+            return from_numpy(values, pa.float64(), missing)
         out = np.empty(len(values), dtype=np.int32 if kind == KIND_DATE else np.int64)
         bad = _sas_to_arrow_time(values, missing, _TEMPORAL_CODES[kind], out)
         if bad >= 0:
@@ -384,7 +385,7 @@ class ObservationDecoder:
                 f"variable {variable.name} ({variable.format}), observation {first_row + bad + 1}: "
                 f"{values[bad]!r} is {_TEMPORAL_RANGES[kind]}",
                 locate((first_row + bad) * self.layout.definition.obs_length + variable.offset))
-        return pa.array(out, type=arrow_type, mask=missing)
+        return from_numpy(out, arrow_type, missing)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,84 @@
+"""What a fresh Spark Python worker pays before its first batch (issue 18's first-job target).
+
+    .venv/bin/python bench/bench_fresh_worker.py [runs]
+
+Each run starts new Python processes, as Spark does for a fresh session's workers, and times in
+them what a worker does for its first partition:
+
+- **floor**: what the trivial Python source's worker does at the least: import PySpark's data
+  source API and pyarrow, build one record batch from a numpy buffer;
+- **cmi**: import the ``pyspark_cmi`` module Spark discovers, open a capture through its message
+  index (cached on disk, as after planning) and decode its first data set (the numba kernels
+  loaded from their cache).
+
+Printed: the median of each phase over the runs and the ratio of cmi's whole to the floor's,
+both measured in this run (absolute times move with the machine), plus which of pandas and
+numba each process imported (pandas costs 0.4 s in a process that imports it).
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "sample_queues", "mixed_types.dmp")
+
+FLOOR = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np, pyarrow as pa, pyspark.sql.datasource
+t1 = time.perf_counter()
+# From buffers: pa.array and from_pydict would import pandas (0.4 s), which a floor does not need.
+values = pa.Array.from_buffers(pa.float64(), 2, [None, pa.py_buffer(np.arange(2.0))])
+pa.RecordBatch.from_arrays([values], names=["x"])
+t2 = time.perf_counter()
+print(json.dumps({"imports": t1 - t0, "first batch": t2 - t1, "whole": t2 - t0,
+                  "pandas": "pandas" in sys.modules, "numba": "numba" in sys.modules}))
+"""
+
+CMI = """
+import json, sys, time
+t0 = time.perf_counter()
+import pyarrow, pyspark.sql.datasource, pyspark_cmi
+t1 = time.perf_counter()
+from cmi_datasource import Capture
+capture = Capture.open([%r])
+t2 = time.perf_counter()
+capture.dataset_table()
+t3 = time.perf_counter()
+print(json.dumps({"imports": t1 - t0, "index": t2 - t1, "first batch": t3 - t2, "whole": t3 - t0,
+                  "pandas": "pandas" in sys.modules, "numba": "numba" in sys.modules}))
+""" % SAMPLE
+
+
+def run(code: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(runs: int) -> None:
+    run(CMI)  # kernels compiled and the index cached: what every later worker finds
+    floor, cmi = [], []
+    for _ in range(runs):  # alternated, so that the machine's drift touches both alike
+        floor.append(run(FLOOR))
+        cmi.append(run(CMI))
+
+    def median(results, phase):
+        return statistics.median(r[phase] for r in results)
+
+    print(f"fresh Python worker, median of {runs} runs (s):")
+    for name, results, phases in (("floor", floor, ("imports", "first batch")),
+                                  ("cmi", cmi, ("imports", "index", "first batch"))):
+        parts = ", ".join(f"{p} {median(results, p):.3f}" for p in phases)
+        print(f"  {name:5} whole {median(results, 'whole'):.3f} ({parts}); imports pandas: "
+              f"{results[0]['pandas']}, numba: {results[0]['numba']}")
+    print(f"  cmi / floor: {median(cmi, 'whole') / median(floor, 'whole'):.2f}; "
+          f"cmi - floor: {median(cmi, 'whole') - median(floor, 'whole'):.3f} s per worker")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 7)
