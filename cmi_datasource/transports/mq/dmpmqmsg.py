@@ -59,13 +59,35 @@ BANNER = re.compile(rb"^\s*(?:\d{4}-\w{3} \(C\) Copyright IBM Corp\.|(?:IBM |Web
 _ATTRIBUTE_BLOCK = re.compile(rb"(?:A [^\n]*\n)+")
 
 
-def _plain_x_run(view: np.ndarray, pos: int, size: int, out: np.ndarray) -> Optional[Tuple[int, bytes]]:
+# Below this many bytes of text, X runs are decoded by bytes.fromhex rather than the kernel: a
+# process that only plans (rereading one definition message) then never loads numba's compiler
+# (0.5 s the first time in each fresh Python worker).
+SMALL_TEXT_BYTES = 1 << 16
+
+
+def _plain_x_run(data: bytes, view: np.ndarray, pos: int, size: int, out: np.ndarray) -> Optional[Tuple[int, bytes]]:
     """(end, bytes) of the run of X lines starting at ``pos`` when each is ``X `` and an even
     number of hex digits (as dmpmqmsg writes them), decoded by a compiled kernel; None for
     anything else (ASCII columns, spaces, CRs, odd or bad digits), which the line-by-line path
     then parses and reports. Nearly all of a dump's bytes go through here."""
+    if size - pos <= SMALL_TEXT_BYTES:
+        return _plain_x_run_small(data, pos, size)
     end, written = x_run(view, pos, size, out, PAIR_VALUES)
     return None if end < 0 else (end, out[:written].tobytes())
+
+
+def _plain_x_run_small(data: bytes, pos: int, size: int) -> Optional[Tuple[int, bytes]]:
+    """``_plain_x_run`` for a little text, with the same answers, in C through the standard
+    library (bytes.fromhex alone would accept spaces between digits: each line is checked first)."""
+    found = _END_OF_X_RUN.search(data, pos, size)
+    end = size if found is None else found.start()
+    digits = []
+    for line in data[pos:end].split(b"\n"):
+        hex_digits = line[2:]
+        if line[:2] != b"X " or len(hex_digits) & 1 or _HEX_RUN.fullmatch(hex_digits) is None:
+            return None
+        digits.append(hex_digits)
+    return end, bytes.fromhex(b"".join(digits).decode("ascii"))
 
 
 def _x_lines(run: bytes, offset: int) -> Iterator[Tuple[int, bytes]]:
@@ -220,7 +242,7 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
         tag = line[:1]
         if tag == b"X" and record is not None:
             # A whole run of X lines at once: this is where nearly all of a dump's bytes are.
-            fast = _plain_x_run(view, pos, size, x_run_bytes)
+            fast = _plain_x_run(data, view, pos, size, x_run_bytes)
             if fast is None:
                 found = _END_OF_X_RUN.search(data, pos, size)
                 run_end = size if found is None else found.start()
