@@ -6,12 +6,20 @@ Layers, data flowing one way: ``transports`` (capture files -> physical messages
 (captures, plans, views) -> ``spark`` (the thin DataSource classes). Nothing below ``spark``
 imports pyspark; nothing in ``cmi``, ``payload`` or ``arrow`` knows a transport.
 """
-from .engine.capture import Capture
 from .errors import (AttachmentError, CmiError, CmiFormatError, CmiOptionError, DatasetLayoutError,
                      DumpSyntaxError, IncompleteAttachmentError, TruncatedError, UnknownCaptureFormatError,
                      ValueConversionError)
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # Capture brings numpy, pyarrow and numba: imported when first asked for, so that a process
+    # that only needs a name from the package (Spark's discovery of pyspark_cmi) stays light.
+    if name == "Capture":
+        from .engine.capture import Capture
+        return Capture
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(spark) -> None:
