@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import os
 import random
 import re
 import struct
@@ -27,6 +28,7 @@ from cmi_datasource.errors import CmiFormatError, DumpSyntaxError, Location
 from cmi_datasource.encoding import FloatFormat
 from cmi_datasource.transports.mq.mqmd import MQMD
 from cmi_datasource.payload.sas_numbers import decode_number_fields
+from conftest import ROOT, SAMPLES
 from test_mq_dmpmqmsg import HEADER, _random_dump
 
 
@@ -315,16 +317,38 @@ def test_corrupted_spans_decode_like_the_line_parser_or_raise_typed_errors(tmp_p
 
 def test_kernels_compile_without_a_writable_cache(monkeypatch):
     # numba refuses a cached function as it is defined when it finds nowhere to write its cache
-    # (read-only install and home): importing the package must not fail for that.
+    # (read-only install and home): the kernel must then compile for this process only.
+    import numba
+
     from cmi_datasource import compiled
+    njit = numba.njit
 
-    def no_locator(function):
-        raise RuntimeError(f"cannot cache function {function.__name__!r}: no locator available for file")
+    def no_locator(*args, cache=False, **options):
+        if cache:
+            raise RuntimeError("cannot cache function 'add': no locator available for file")
+        return njit(*args, cache=cache, **options)
 
-    monkeypatch.setattr(compiled, "_cached", no_locator)
+    monkeypatch.setattr(numba, "njit", no_locator)
 
     @compiled.kernel
     def add(a, b):
         return a + b
 
-    assert add(2, 3) == 5 and type(add._cache).__name__ == "NullCache"  # compiled, in this process only
+    assert add(2, 3) == 5 and type(add.compiled()._cache).__name__ == "NullCache"
+
+
+def test_planning_a_read_imports_no_numba():
+    """numba is imported at a kernel's first call: a worker that only plans (Spark's discovery,
+    schema and partitions) never loads it."""
+    import subprocess
+    import sys
+    script = ("import sys\nimport pyspark_cmi\n"
+              "source = pyspark_cmi.DefaultSource({'path': %r})\n"
+              "source.reader(source.schema()).partitions()\n"
+              "assert 'numba' not in sys.modules, 'planning imported numba'\n"
+              "from cmi_datasource import Capture\n"
+              "assert Capture.open([%r]).dataset_table().num_rows == 6 and 'numba' in sys.modules\n"
+              % (os.path.join(SAMPLES, "mixed_types.dmp"), os.path.join(SAMPLES, "mixed_types.dmp")))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert done.returncode == 0, done.stderr[-2000:]
