@@ -93,7 +93,7 @@ def _filesystem_of(root: str):
     import pyarrow.fs as pafs
     try:
         fs, _ = pafs.FileSystem.from_uri(root + "/")
-    except (OSError, ValueError, pafs.ArrowException if hasattr(pafs, "ArrowException") else OSError) as e:
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid and ArrowIOError are both
         raise StorageError(f"cannot open the store of {root}: {e}") from None
     return fs
 
@@ -255,11 +255,6 @@ def _list_local(given: str) -> List[str]:
         else:
             raise PathNotFoundError(f"path {path!r} does not exist")
     return [os.path.abspath(p) for p in found]
-
-
-def display_name(path: str) -> str:
-    """The file's own name, for tables shown to a person."""
-    return posixpath.basename(path.rstrip("/")) if is_remote(path) else os.path.basename(path)
 
 
 # -- writing (the writer's destination: spark/writer.py) -------------------------------------------
