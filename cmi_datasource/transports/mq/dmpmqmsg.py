@@ -32,6 +32,7 @@ DEFAULT_DATA_WIDTH = 25  # bytes per X line, as dmpmqmsg writes by default
 STRING_ESCAPE = ord("~")
 _INDEX_COMMENT = re.compile(rb"^\*\s*Index\s+(\d+)")
 _HEX_RUN = re.compile(rb"[0-9A-Fa-f]*")
+_HEX_DIGITS = b"0123456789ABCDEFabcdef"
 
 
 class _MessageRecord:
@@ -81,13 +82,17 @@ def _plain_x_run_small(data: bytes, pos: int, size: int) -> Optional[Tuple[int, 
     library (bytes.fromhex alone would accept spaces between digits: each line is checked first)."""
     found = _END_OF_X_RUN.search(data, pos, size)
     end = size if found is None else found.start()
-    digits = []
-    for line in data[pos:end].split(b"\n"):
-        hex_digits = line[2:]
-        if line[:2] != b"X " or len(hex_digits) & 1 or _HEX_RUN.fullmatch(hex_digits) is None:
-            return None
-        digits.append(hex_digits)
-    return end, bytes.fromhex(b"".join(digits).decode("ascii"))
+    # Checked by C string methods, not a regex per line (50 us a message: 10,000 small dumps
+    # spent 6 s there): every line "X " and an even count of digits, all digits hex.
+    run = data[pos:end]
+    lines = run.split(b"\n")
+    if (not run.startswith(b"X ") or run.count(b"\nX ") != len(lines) - 1
+            or any(length & 1 for length in set(map(len, lines)))):
+        return None
+    digits = run[2:].replace(b"\nX ", b"")
+    if digits.translate(None, _HEX_DIGITS):
+        return None
+    return end, bytes.fromhex(digits.decode("ascii"))
 
 
 def _x_lines(run: bytes, offset: int) -> Iterator[Tuple[int, bytes]]:
