@@ -151,8 +151,9 @@ def open_input(path: str) -> BinaryIO:
 
 @dataclass(frozen=True)
 class Identity:
-    """What tells one version of a file from another: for a local file its size and mtime; for
-    an object its size and the store's version (S3 ETag and VersionId, GCS generation) when the
+    """What tells one version of a file from another: for a local file its size, mtime, and
+    ctime and inode (which a rewrite changes even when it restores size and mtime); for an
+    object its size and the store's version (S3 ETag and VersionId, GCS generation) when the
     store gives one, else its modification time."""
 
     path: str
@@ -166,7 +167,8 @@ _VERSION_KEYS = ("ETag", "VersionId", "generation", "Generation", "etag")
 def identity(path: str) -> Identity:
     if not is_remote(path):
         stat = os.stat(local_path(path))
-        return Identity(os.path.abspath(local_path(path)), stat.st_size, (("mtime", stat.st_mtime_ns),))
+        return Identity(os.path.abspath(local_path(path)), stat.st_size,
+                        (("mtime", stat.st_mtime_ns), ("ctime", stat.st_ctime_ns), ("inode", stat.st_ino)))
     fs, inner = _split(path)
     try:
         with fs.open_input_file(inner) as f:  # one HEAD request: size and the store's metadata

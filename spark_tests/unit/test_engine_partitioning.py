@@ -52,6 +52,8 @@ def test_partition_target_follows_spark_file_sources():
 
 
 def test_index_is_built_once_per_file_version(tmp_path, monkeypatch):
+    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(index, "DISK_CACHED_FILE_BYTES", 0)
     path = tmp_path / "q.dmp"
     with open(path, "wb") as f:
         write_dump(f, build_mq_messages([DatasetToWrite(TABLE.slice(0, 10), "LIB", "SMALL")]))
@@ -75,20 +77,56 @@ def test_dump_read_in_chunks_is_the_same(big_dump, chunk):
     assert list(read_dump(big_dump, chunk_bytes=chunk * 10)) == whole
 
 
-def test_index_cache_keeps_only_the_newest_files(tmp_path, monkeypatch):
-    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(index, "CACHE_FILES_KEPT", 2)
-    index._MEMORY.clear()
+def _index_three_dumps(tmp_path) -> list:
+    """Index three small dumps, their cache files written in order q0, q1, q2; their names."""
+    names = []
     for n in range(3):
         path = tmp_path / f"q{n}.dmp"
         with open(path, "wb") as f:
             write_dump(f, build_mq_messages([DatasetToWrite(TABLE.slice(0, 5), "LIB", f"S{n}")]))
         index.indexed(str(path), DMPMQMSG)
-        os.utime(index._cache_file(index.index_key(str(path), DMPMQMSG)), (n + 1, n + 1))  # written in order
-    kept = sorted(os.listdir(tmp_path / "cache"))
-    assert len(kept) == 2
-    assert os.path.basename(index._cache_file(index.index_key(str(tmp_path / "q0.dmp"), DMPMQMSG))) not in kept
+        cache_file = index.cache_file_of(index.index_key(str(path), DMPMQMSG))
+        os.utime(cache_file, (n + 1, n + 1))
+        names.append(os.path.basename(cache_file))
+    return names
+
+
+@pytest.fixture
+def pruned_every_store(tmp_path, monkeypatch):
+    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(index, "STORES_PER_PRUNE", 1)
+    monkeypatch.setattr(index, "_stores_since_prune", 0)
+    monkeypatch.setattr(index, "DISK_CACHED_FILE_BYTES", 0)
     index._MEMORY.clear()
+    yield
+    index._MEMORY.clear()
+
+
+def test_index_cache_keeps_only_the_newest_files(tmp_path, monkeypatch, pruned_every_store):
+    monkeypatch.setattr(index, "CACHE_FILES_KEPT", 2)
+    q0, q1, q2 = _index_three_dumps(tmp_path)
+    assert sorted(os.listdir(tmp_path / "cache")) == sorted([q1, q2])
+
+
+def test_index_cache_keeps_within_its_bytes(tmp_path, monkeypatch, pruned_every_store):
+    # Room for two of the three indexes: the oldest goes.
+    q0, q1, q2 = _index_three_dumps(tmp_path)
+    sizes = {n: os.path.getsize(tmp_path / "cache" / n) for n in (q0, q1, q2)}
+    monkeypatch.setattr(index, "CACHE_BYTES_KEPT", sizes[q1] + sizes[q2])
+    index._prune()
+    assert sorted(os.listdir(tmp_path / "cache")) == sorted([q1, q2])
+
+
+def test_index_cache_prunes_once_per_many_stores(tmp_path, monkeypatch, pruned_every_store):
+    # Pruning stats the whole cache: a load of thousands of small dumps must not do it per file.
+    monkeypatch.setattr(index, "STORES_PER_PRUNE", 3)
+    monkeypatch.setattr(index, "CACHE_FILES_KEPT", 1)
+    pruned = []
+    real_prune = index._prune
+    monkeypatch.setattr(index, "_prune", lambda: pruned.append(1) or real_prune())
+    _index_three_dumps(tmp_path)
+    assert len(pruned) == 1
+    assert len(os.listdir(tmp_path / "cache")) == 1
 
 
 def test_a_capture_is_freed_by_reference_counting_alone(samples_dir, monkeypatch):
@@ -114,3 +152,34 @@ def test_a_capture_is_freed_by_reference_counting_alone(samples_dir, monkeypatch
         assert ref() is None
     finally:
         gc.enable()
+
+
+def test_only_large_files_have_their_index_on_disk(tmp_path, monkeypatch):
+    # A small dump is rescanned faster than its index is written and read back.
+    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "q.dmp"
+    with open(path, "wb") as f:
+        write_dump(f, build_mq_messages([DatasetToWrite(TABLE.slice(0, 10), "LIB", "SMALL")]))
+    size = os.path.getsize(path)
+    index._MEMORY.clear()
+    monkeypatch.setattr(index, "DISK_CACHED_FILE_BYTES", size + 1)
+    index.indexed(str(path), DMPMQMSG)
+    assert not os.path.exists(tmp_path / "cache")
+    index._MEMORY.clear()
+    monkeypatch.setattr(index, "DISK_CACHED_FILE_BYTES", size)
+    index.indexed(str(path), DMPMQMSG)
+    assert os.listdir(tmp_path / "cache") == [os.path.basename(index.cache_file_of(index.index_key(str(path),
+                                                                                                   DMPMQMSG)))]
+    index._MEMORY.clear()
+
+
+def test_a_rewrite_that_restores_size_and_mtime_is_a_new_file(tmp_path):
+    # cp -p and rsync -t put the old mtime back; the ctime (and the ends' CRC) still differ.
+    path = tmp_path / "q.dmp"
+    path.write_bytes(b"A" * 100)
+    os.utime(path, ns=(10 ** 18, 10 ** 18))
+    before = index.file_key(str(path))
+    assert index.file_key(str(path)) == before
+    path.write_bytes(b"B" * 100)
+    os.utime(path, ns=(10 ** 18, 10 ** 18))
+    assert index.file_key(str(path)) != before
