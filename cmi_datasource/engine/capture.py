@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -155,9 +156,15 @@ class Capture:
         return planning.dataset_slices(att, layout, stream, self.charsets, self.formats,
                                        self._target(layout, stream, target_bytes))
 
+    @cached_property
+    def read_whole(self) -> FrozenSet[str]:
+        """The files a partition cannot read a byte range of: compressed streams, and formats
+        whose planned spans are no byte ranges (pcap)."""
+        return self.compressed | {f for f, name in self.formats.items() if not capture_format(name).splittable}
+
     def _target(self, layout: DatasetLayout, stream: Optional[RecordStream], target_bytes: int) -> int:
-        whole = self.compressed | {f for f, name in self.formats.items() if not capture_format(name).splittable}
-        if stream is not None and any(span[0] in whole for m in stream.messages for span in m.spans):
+        whole = self.read_whole
+        if stream is not None and whole and any(span[0] in whole for m in stream.messages for span in m.spans):
             # Each partition would decompress (or reassemble) the file from its start: one reads it, once.
             return max(target_bytes, layout.observation_bytes, stream.length)
         return target_bytes

@@ -11,7 +11,9 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import datetime as dt
+import functools
 import struct
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -197,9 +199,27 @@ def variable_name_key(name: str) -> str:
     return name.upper()
 
 
+# Variable definitions already read, by their bytes and how they were read: a queue export of
+# thousands of small transfers of one data set repeats the same definitions in every attachment
+# (10,000 of them took 6.8 s of a 17 s planning). Only successful reads are kept.
+_VARIABLES_READ: "OrderedDict[tuple, Tuple[SasVariable, ...]]" = OrderedDict()
+_VARIABLES_KEPT = 64
+
+
 def _read_variables(stream: RecordStream, wire: WireFormat, codepage: CodePage,
                     definition: DatasetDefinition) -> Tuple[SasVariable, ...]:
     data = stream.data()
+    key = (data, wire, codepage.ccsid, codepage.codec, definition.nvars, definition.obs_length)
+    found = _VARIABLES_READ.get(key)
+    if found is None:
+        found = _VARIABLES_READ[key] = _parse_variables(data, stream, wire, codepage, definition)
+        if len(_VARIABLES_READ) > _VARIABLES_KEPT:
+            _VARIABLES_READ.popitem(last=False)
+    return found
+
+
+def _parse_variables(data: bytes, stream: RecordStream, wire: WireFormat, codepage: CodePage,
+                     definition: DatasetDefinition) -> Tuple[SasVariable, ...]:
     nvars = definition.nvars
     if nvars < 0 or nvars * min_record_size(VARIABLE_DEFINITION, wire.long_size, wire.terminated) > len(data):
         raise DatasetLayoutError(f"dataset definition declares {nvars} variables but the variable "
@@ -319,7 +339,13 @@ def arrow_field(variable: SasVariable, temporal: bool = True) -> pa.Field:
 
 
 def arrow_schema(layout: DatasetLayout, temporal: bool = True) -> pa.Schema:
-    return pa.schema([arrow_field(v, temporal) for v in layout.variables])
+    return _schema_of(layout.variables, temporal)
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_of(variables: Tuple[SasVariable, ...], temporal: bool) -> pa.Schema:
+    # Cached: planning compares the schemas of every chosen attachment, thousands in a queue export.
+    return pa.schema([arrow_field(v, temporal) for v in variables])
 
 
 class ObservationDecoder:
