@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import transports
+from ..arrow.batches import coalesced
 from ..cmi.assembly import Attachment
 from ..errors import CmiFormatError, CmiOptionError, KeptError, not_one_of
 from ..transports import FileView
@@ -22,7 +23,7 @@ from .decode import slice_batches
 from .options import DROPMALFORMED, FAILFAST, PERMISSIVE, ReadOptions
 from .recovery import LostRows
 from .paths import resolve_paths
-from .plan import partition_target
+from .plan import SlicePack, pack_slices, partition_target
 from .tables import (ATTACHMENTS_SCHEMA, FILES_SCHEMA, VARIABLES_SCHEMA, attachments_table, files_table,
                      message_batches, messages_schema, variables_table)
 
@@ -77,16 +78,19 @@ def _dataset_schema(o: ReadOptions) -> pa.Schema:
 
 
 def _dataset_plan(o: ReadOptions) -> List[Any]:
+    """Slices of the chosen attachments, small ones packed together (plan.pack_slices)."""
     capture, chosen = _chosen(o)
     if o.mode == FAILFAST:
         total = sum(capture.layout(a).observation_bytes for a in chosen)
         target = partition_target(total, o.max_partition_bytes, o.min_partitions)
-        return [part for a in chosen for part in capture.dataset_slices(a, target)]
+        return pack_slices([part for a in chosen for part in capture.dataset_slices(a, target)], target,
+                           o.max_partition_bytes, o.min_partitions)
     recoveries = [capture.recovery(a) for a in chosen]
     total = sum(run.stream.length for r in recoveries for run in r.runs)
     target = partition_target(total, o.max_partition_bytes, o.min_partitions)
-    parts: List[Any] = [part for a, r in zip(chosen, recoveries) if r.layout is not None
-                        for part in capture.run_slices(a, r, target)]
+    parts: List[Any] = pack_slices([part for a, r in zip(chosen, recoveries) if r.layout is not None
+                                    for part in capture.run_slices(a, r, target)], target,
+                                   o.max_partition_bytes, o.min_partitions)
     texts = tuple(lost.text() for r in recoveries for lost in r.lost)
     if o.mode == PERMISSIVE and texts:
         parts.append(CorruptRows(texts))
@@ -94,6 +98,12 @@ def _dataset_plan(o: ReadOptions) -> List[Any]:
 
 
 def _dataset_read(part: Any, o: ReadOptions) -> Iterator[pa.RecordBatch]:
+    if isinstance(part, SlicePack):
+        return coalesced((batch for one in part.slices for batch in _slice_read(one, o)), o.batch_rows)
+    return _slice_read(part, o)
+
+
+def _slice_read(part: Any, o: ReadOptions) -> Iterator[pa.RecordBatch]:
     if o.mode == FAILFAST:
         return slice_batches(part, o.batch_rows, o.temporal)
     if isinstance(part, CorruptRows):

@@ -70,6 +70,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
+from ..engine import planned
 from ..engine.options import ReadOptions, SaveOptions
 from ..engine.views import view
 from ..errors import CmiOptionError
@@ -117,13 +118,12 @@ class CmiDataSource(DataSource):
 
     @reported
     def schema(self) -> StructType:
-        o = self.read_options
-        return spark_schema(view(o.view).schema(o))
+        return spark_schema(planned.schema(self.read_options))
 
     @reported
     def reader(self, schema: StructType) -> "CmiReader":
         options = self.read_options
-        own = spark_schema(view(options.view).schema(options))
+        own = spark_schema(planned.schema(options))
         if [(f.name, f.dataType) for f in schema.fields] != [(f.name, f.dataType) for f in own.fields]:
             # Batches are built by the capture's layout; another schema cannot be honoured.
             raise CmiOptionError(f"the schema comes from the capture; drop .schema(...) (the capture's is "
@@ -151,7 +151,7 @@ class CmiReader(DataSourceReader):
     @reported
     def partitions(self) -> List[CmiPartition]:
         o = self.options
-        parts = [CmiPartition(o.view, value) for value in view(o.view).plan(o)]
+        parts = [CmiPartition(o.view, value) for value in planned.partitions(o)]
         _settle_worker()  # a planning worker keeps the capture: 100,000 more objects
         return parts
 

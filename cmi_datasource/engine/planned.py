@@ -1,0 +1,90 @@
+"""A load's schema and partitions, worked out once and kept for the Python workers that ask next.
+
+Spark plans a read of a Python data source in separate Python workers: one gives the schema when
+``load()`` is called, another (a fresh process unless Spark reuses an idle one) checks the schema
+again and lists the partitions when a job is planned. Each would open the capture again (file
+identities, message indexes, assembly, layouts): 4.5 s for a queue export of 10,000 small dumps,
+against 1.3 s to load the kept plan. So the first worker plans the partitions with the schema,
+and both are kept in memory and in the index's disk cache, under everything they depend on: the
+package's version, every read option, and the identity of every file of the load (a new, removed
+or changed file is a new key).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
+
+import pyarrow as pa
+
+from .. import __version__
+from ..errors import CmiError
+from .index import cache_file_of, file_key, load_cached, store_cached
+from .options import ReadOptions
+from .paths import resolve_paths
+from .views import view
+
+PLAN_FORMAT = 1  # bump when what is kept changes shape
+
+
+@dataclass(frozen=True)
+class Planned:
+    schema: pa.Schema
+    parts: Tuple[Any, ...]  # one picklable value per partition (views.py)
+
+
+_MEMORY: "OrderedDict[tuple, Planned]" = OrderedDict()
+_MEMORY_KEPT = 8
+
+
+def _key(o: ReadOptions) -> tuple:
+    return ("plan", PLAN_FORMAT, __version__, repr(o), tuple(file_key(f) for f in resolve_paths(o.paths)))
+
+
+def _kept(key: tuple) -> Optional[Planned]:
+    found = _MEMORY.get(key)
+    if found is None:
+        found = load_cached(cache_file_of(key))
+        if not isinstance(found, Planned):
+            return None
+        _remember(key, found)
+    return found
+
+
+def _remember(key: tuple, found: Planned) -> None:
+    _MEMORY[key] = found
+    _MEMORY.move_to_end(key)
+    while len(_MEMORY) > _MEMORY_KEPT:
+        _MEMORY.popitem(last=False)
+
+
+def _keep(key: tuple, found: Planned) -> Planned:
+    _remember(key, found)
+    store_cached(cache_file_of(key), found)
+    return found
+
+
+def schema(o: ReadOptions) -> pa.Schema:
+    """The load's Arrow schema; its partitions are planned and kept too, unless planning them
+    fails: that error is then raised where Spark asks for the partitions, as without a cache."""
+    key = _key(o)
+    found = _kept(key)
+    if found is not None:
+        return found.schema
+    chosen = view(o.view)
+    arrow = chosen.schema(o)
+    try:
+        parts = tuple(chosen.plan(o))
+    except CmiError:
+        return arrow
+    return _keep(key, Planned(arrow, parts)).schema
+
+
+def partitions(o: ReadOptions) -> Tuple[Any, ...]:
+    """The load's partitions (views.py), planned with its schema."""
+    key = _key(o)
+    found = _kept(key)
+    if found is None:
+        chosen = view(o.view)
+        found = _keep(key, Planned(chosen.schema(o), tuple(chosen.plan(o))))
+    return found.parts
