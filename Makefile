@@ -31,10 +31,12 @@ demo: $(STAMP) check-java
 test: $(STAMP) check-java
 	$(PY) -m pytest -q
 
-# The reader against Parquet, a Python-source floor and the pandas route; writes bench/results.md.
+# Every performance target of issue 18 in one run (half an hour or more on 2 cores); writes bench/results.md.
+# BENCH_ARGS="--sections warm --rows 1000000" runs a part (.venv/bin/python bench/bench.py --help).
+BENCH_ARGS ?=
 bench: $(STAMP) check-java
 	$(PY) -m pip install --quiet ".[bench]"
-	$(PY) bench/bench.py
+	$(PY) bench/bench.py $(BENCH_ARGS)
 
 bench-decode: $(STAMP)
 	$(PY) bench/bench_decode.py 1000000

@@ -8,8 +8,9 @@ is ``spark.read.format(...).load(...)`` written to Spark's ``noop`` sink, timed 
 its end (the session's start is left out: it is the same for both). The dump's message index is
 cached before the runs (as after the planning of an earlier job), so what is compared is what
 fresh Python workers pay: imports, kernel loading, index loading, and the decoding itself.
-The floor is ``bench.py``'s source yielding pre-built Arrow batches, one file per core. Runs
-alternate cmi and floor; the medians and their ratio are printed.
+The floor is ``bench/dataset.py``'s source yielding pre-built Arrow batches, one file per core.
+Runs alternate cmi and floor; the medians and their ratio are printed. ``bench.py`` runs the same
+measurement (``first_job_times``) as its first-job section.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from typing import List, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -32,7 +34,7 @@ spark = (SparkSession.builder.master("local[*]").config("spark.ui.enabled", "fal
          .config("spark.sql.timeType.enabled", "true").getOrCreate())
 source, path = sys.argv[1], sys.argv[2]
 if source == "bench_arrow_floor":
-    from bench.bench import floor_source
+    from bench.dataset import floor_source
     spark.dataSource.register(floor_source())
 t0 = time.perf_counter()
 spark.read.format(source).load(path).write.format("noop").mode("overwrite").save()
@@ -41,20 +43,8 @@ spark.stop()
 """
 
 
-def prepare(n: int, tmp: str) -> dict:
-    from bench.bench import SCHEMA, batches, write_floor_files
-    from cmi_datasource.engine.write import WriteOptions, dataset_attachment, stream_messages
-    from cmi_datasource.transports import capture_format
-    paths = {"dump": os.path.join(tmp, "bench.dmp"), "ipc": os.path.join(tmp, "ipc")}
-    options = WriteOptions(deterministic_seed="bench")
-    attachment = dataset_attachment(SCHEMA, {}, n, batches(n), "BENCH", "ROWS", options)
-    with open(paths["dump"], "wb") as out:
-        capture_format("dmpmqmsg").write(out, stream_messages([attachment], options))
-    write_floor_files(n, paths["ipc"], os.cpu_count() or 1)
-    return paths
-
-
 def first_job(source: str, path: str) -> float:
+    """Seconds of the first job of a new driver process reading ``path`` with format ``source``."""
     env = dict(os.environ, PYTHONPATH=ROOT, PYSPARK_PYTHON=sys.executable,
                SPARK_CONF_DIR=os.path.join(ROOT, "conf"))
     done = subprocess.run([sys.executable, "-c", DRIVER % {"root": ROOT}, source, path], env=env,
@@ -62,18 +52,26 @@ def first_job(source: str, path: str) -> float:
     return json.loads(done.stdout.strip().splitlines()[-1])["first_job"]
 
 
+def first_job_times(dump: str, floor_files: str, runs: int) -> Tuple[List[float], List[float]]:
+    """The first-job seconds of ``runs`` fresh sessions reading the dump with cmi and of as many
+    reading the floor source's files, alternately (so that the machine's drift hits both)."""
+    first_job("cmi", dump)  # the index cached and the kernels compiled, as on a used machine
+    cmi, floor = [], []
+    for _ in range(runs):
+        cmi.append(first_job("cmi", dump))
+        floor.append(first_job("bench_arrow_floor", floor_files))
+    return cmi, floor
+
+
 def main() -> None:
+    from bench.dataset import BenchFiles
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cmi-first-job-") as tmp:
-        paths = prepare(args.rows, tmp)
-        first_job("cmi", paths["dump"])  # the index cached and the kernels compiled, as on a used machine
-        cmi, floor = [], []
-        for _ in range(args.runs):
-            cmi.append(first_job("cmi", paths["dump"]))
-            floor.append(first_job("bench_arrow_floor", paths["ipc"]))
+        files = BenchFiles(args.rows, tmp)
+        cmi, floor = first_job_times(files.dump, files.ipc, args.runs)
     c, f = statistics.median(cmi), statistics.median(floor)
     print(f"first job of a fresh session, {args.rows:,} rows, median of {args.runs} (s): cmi {c:.2f} "
           f"({', '.join(f'{x:.2f}' for x in cmi)}), floor {f:.2f} ({', '.join(f'{x:.2f}' for x in floor)}); "

@@ -1,52 +1,82 @@
-"""Write benchmark: df.write.format("cmi") of N rows, time and peak Python-worker memory.
+"""Write benchmark: df.write.format("cmi") of N rows, time and peak memory, against Parquet.
 
     .venv/bin/python bench/bench_write.py [rows ...]     (default: 1000000 2000000)
 
-For each N, in one run: Parquet write of the same DataFrame (the baseline), then the cmi
-write; the peak RSS of Spark's Python workers is sampled from /proc every 50 ms while the
-cmi write runs. Memory that does not grow with N shows the write streams.
+For each N, in one run, a DataFrame of six columns made by Spark (``spark.range``): the Parquet
+write of it (the baseline) and the cmi write, best of one run after a warm-up each (``write_times``,
+which bench.py's write section uses on the benchmark's own rows); the peak RSS of Spark's Python
+workers and of the driver during a further cmi write. Memory that does not grow with N shows the
+write streams.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import sys
 import tempfile
-import time
+from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 
-from bench.common import PeakWorkerRss  # noqa: E402
+from bench.common import PeakRss, best_of  # noqa: E402
+
+
+@dataclass
+class WriteTimes:
+    parquet_s: float
+    cmi_s: float
+    worker_mb: float  # peak RSS of the largest Python worker during a cmi write
+    driver_mb: float  # peak RSS of the driver (Python and JVM) during a cmi write
+    dump_mb: float
+
+
+def write_times(df, directory: str, repeat: int) -> WriteTimes:
+    """Best of ``repeat`` writes of ``df`` as Parquet and as a cmi dump (into ``directory``, each run
+    into an empty folder, the previous run's output removed untimed), then the peak memory of a
+    further cmi write."""
+    runs = itertools.count()
+
+    def fresh_output() -> str:
+        shutil.rmtree(directory, ignore_errors=True)
+        return os.path.join(directory, str(next(runs)))
+
+    def write_cmi(path):
+        df.write.format("cmi").mode("overwrite").option("dataset", "BENCH.ROWS").save(path)
+
+    try:
+        parquet_s = best_of(lambda path: df.write.mode("overwrite").parquet(path), repeat, setup=fresh_output)
+        cmi_s = best_of(write_cmi, repeat, setup=fresh_output)
+        output = fresh_output()
+        with PeakRss() as rss:  # a run of its own: the sampler takes some CPU
+            write_cmi(output)
+        dump_mb = sum(entry.stat().st_size for entry in os.scandir(output) if entry.is_file()) / 1e6
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return WriteTimes(parquet_s, cmi_s, rss.worker_mb, rss.driver_mb, dump_mb)
 
 
 def main(sizes) -> None:
     from pyspark.sql import SparkSession, functions as F
     spark = SparkSession.builder.appName("cmi-bench-write").getOrCreate()
     print(f"machine: {os.cpu_count()} cores; Spark {spark.version}; master {spark.sparkContext.master}")
-    print(f"{'rows':>9} {'parquet s':>10} {'cmi s':>8} {'cmi/parquet':>11} {'max worker RSS MB':>18} {'dump MB':>8}")
-    for n in sizes:
-        df = (spark.range(n).repartition(4)
-              .select(F.col("id").cast("double").alias("id"), (F.col("id") * 1.5).alias("amount"),
-                      F.expr("date_add(date'2000-01-01', cast(id % 9000 as int))").alias("day"),
-                      F.expr("timestamp_ntz'2020-01-01 00:00:00' + make_interval(0,0,0,0,0,0,id % 86400)").alias("stamp"),
-                      F.concat(F.lit("name-"), (F.col("id") % 1000).cast("string")).alias("name"),
-                      F.when(F.col("id") % 10 == 0, None).otherwise(F.lit("Zürich")).alias("city")))
-        tmp = tempfile.mkdtemp(prefix="cmi-bench-")
-        try:
-            t0 = time.perf_counter()
-            df.write.mode("overwrite").parquet(os.path.join(tmp, "pq"))
-            parquet_s = time.perf_counter() - t0
-            with PeakWorkerRss() as sampler:
-                t0 = time.perf_counter()
-                df.write.format("cmi").mode("append").option("dataset", "bench.rows").save(os.path.join(tmp, "cmi"))
-                cmi_s = time.perf_counter() - t0
-            dump_mb = sum(os.path.getsize(os.path.join(tmp, "cmi", f)) for f in os.listdir(os.path.join(tmp, "cmi"))) / 1e6
-            print(f"{n:>9} {parquet_s:>10.2f} {cmi_s:>8.2f} {cmi_s / parquet_s:>11.1f} {sampler.peak_mb:>18.0f} {dump_mb:>8.0f}")
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{'rows':>9} {'parquet s':>10} {'cmi s':>8} {'cmi/parquet':>11} {'max worker RSS MB':>18} "
+          f"{'driver RSS MB':>14} {'dump MB':>8}")
+    with tempfile.TemporaryDirectory(prefix="cmi-bench-write-") as tmp:
+        for n in sizes:
+            df = (spark.range(n).repartition(4)
+                  .select(F.col("id").cast("double").alias("id"), (F.col("id") * 1.5).alias("amount"),
+                          F.expr("date_add(date'2000-01-01', cast(id % 9000 as int))").alias("day"),
+                          F.expr("timestamp_ntz'2020-01-01 00:00:00' + make_interval(0,0,0,0,0,0,id % 86400)")
+                          .alias("stamp"),
+                          F.concat(F.lit("name-"), (F.col("id") % 1000).cast("string")).alias("name"),
+                          F.when(F.col("id") % 10 == 0, None).otherwise(F.lit("Zürich")).alias("city")))
+            w = write_times(df, os.path.join(tmp, "out"), 1)
+            print(f"{n:>9} {w.parquet_s:>10.2f} {w.cmi_s:>8.2f} {w.cmi_s / w.parquet_s:>11.2f} {w.worker_mb:>18.0f} "
+                  f"{w.driver_mb:>14.0f} {w.dump_mb:>8.0f}")
     spark.stop()
 
 

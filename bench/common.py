@@ -1,53 +1,105 @@
-"""Shared by the benchmark scripts: timing and the Python-worker memory sampler."""
+"""Shared by the benchmark scripts: timing and the memory sampler of the Spark processes."""
 from __future__ import annotations
 
 import os
 import threading
 import time
+from typing import Dict, Iterator, Tuple
+
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
-def best_of(fn, repeat: int) -> float:
-    """Fastest of ``repeat`` runs of ``fn`` after one warm-up run, in seconds."""
-    fn()
-    times = []
-    for _ in range(repeat):
+def best_of(fn, repeat: int, setup=None, warmup: bool = True) -> float:
+    """Fastest of ``repeat`` runs of ``fn``, after one warm-up run unless ``warmup`` is false, in
+    seconds. With ``setup``, each run is ``fn(setup())`` and ``setup`` is not timed (a fresh copy
+    of a file, an output directory of its own)."""
+    def run() -> float:
+        args = () if setup is None else (setup(),)
         t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        fn(*args)
+        return time.perf_counter() - t0
+
+    if warmup:
+        run()
+    return min(run() for _ in range(repeat))
 
 
-class PeakWorkerRss:
-    """Largest RSS of any Spark Python worker process while the block runs (sampled every 50 ms).
+def _processes() -> Dict[int, Tuple[int, int]]:
+    """Every process readable now: pid -> (parent pid, RSS in KiB), from /proc/<pid>/stat."""
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # After the command name in parentheses (which may hold spaces): state, ppid, ... rss (24th field).
+        fields = stat[stat.rindex(b")") + 2:].split()
+        found[int(pid)] = (int(fields[1]), int(fields[21]) * PAGE_KIB)
+    return found
 
-    The largest single process, not a sum: forked workers share pages with the daemon, so a
-    sum would count the same memory several times."""
+
+def _descendants(processes: Dict[int, Tuple[int, int]], root: int) -> Iterator[int]:
+    children = {}
+    for pid, (parent, _) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    todo = list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        yield pid
+        todo.extend(children.get(pid, ()))
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+class PeakRss:
+    """Peak RSS of this process's Spark processes while the block runs (sampled every 50 ms), in MB:
+
+    - ``worker_mb``: the largest Spark Python worker. The largest single process, not a sum:
+      forked workers share pages with the daemon, so a sum would count the same memory several times;
+    - ``driver_mb``: the driver, this Python process and its Spark JVM together.
+
+    Only this process's descendants count, not the Spark sessions of other users of the machine."""
 
     def __init__(self):
-        self.peak_mb = 0.0
+        self.worker_mb = 0.0
+        self.driver_mb = 0.0
+        self._kind = {}  # pid -> "jvm", "worker" or None: a process's command line does not change
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    @staticmethod
-    def sample() -> float:
-        largest = 0
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    cmd = f.read()
-                if b"pyspark.daemon" not in cmd and b"pyspark.worker" not in cmd:
-                    continue
-                with open(f"/proc/{pid}/status") as f:
-                    for line in f:
-                        if line.startswith("VmRSS:"):
-                            largest = max(largest, int(line.split()[1]))
-            except OSError:
-                continue
-        return largest / 1024
+    def _kind_of(self, pid: int):
+        if pid not in self._kind:
+            command = _command_line(pid)
+            self._kind[pid] = ("jvm" if b"org.apache.spark.deploy.SparkSubmit" in command else
+                               "worker" if b"pyspark.daemon" in command or b"pyspark.worker" in command else None)
+        return self._kind[pid]
+
+    def sample(self) -> Tuple[float, float]:
+        """(largest Python worker, driver) RSS now, in MB."""
+        processes = _processes()
+        me = os.getpid()
+        worker = 0
+        driver = processes.get(me, (0, 0))[1]
+        for pid in _descendants(processes, me):
+            kind = self._kind_of(pid)
+            if kind == "worker":
+                worker = max(worker, processes[pid][1])
+            elif kind == "jvm":
+                driver += processes[pid][1]
+        return worker / 1024, driver / 1024
 
     def _run(self):
         while not self._stop.is_set():
-            self.peak_mb = max(self.peak_mb, self.sample())
+            worker, driver = self.sample()
+            self.worker_mb = max(self.worker_mb, worker)
+            self.driver_mb = max(self.driver_mb, driver)
             time.sleep(0.05)
 
     def __enter__(self):
