@@ -55,7 +55,7 @@ def scan(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
     """Messages of one capture file, damaged stretches as messages of their own; large payloads
     partial except pieces still to be joined."""
     is_piece = fmt.transport.is_piece
-    return [m if is_piece(m) else slim(m) for m in scan_recovering(fmt, path)]
+    return list(scan_recovering(fmt, path, keep=lambda m: m if is_piece(m) else slim(m)))
 
 
 FINGERPRINT_BYTES = 64 << 10

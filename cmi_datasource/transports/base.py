@@ -9,17 +9,22 @@ a particular transport; ``transports/__init__.py`` keeps the registry.
 """
 from __future__ import annotations
 
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import groupby
-from typing import (Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
-                    Tuple)
+from typing import (Any, BinaryIO, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Sequence, Tuple)
 
 import numpy as np
 import pyarrow as pa
 
-from ..containers import CaptureReader, decompressing, open_capture
+from ..containers import CaptureReader, decompressing, open_capture, read_in_chunks
 from ..errors import CmiFormatError, CmiOptionError, KeptError, Location
 from ..messages import Descriptor, MessageSpan, PhysicalMessage, UnjoinedMessage, crc32
+
+Keep = Callable[[PhysicalMessage], PhysicalMessage]  # what a message index keeps of a message
 
 # parse(data, source, base_offset, first_index): the physical messages in ``data``, a piece of the
 # file starting at byte ``base_offset`` with message ``first_index``; offsets, indexes and errors
@@ -46,11 +51,12 @@ class CaptureFormat:
         """The physical messages in ``data`` (see ``Parse``), envelopes removed."""
         raise NotImplementedError
 
-    def scan(self, path: str) -> Iterator[PhysicalMessage]:
-        """Every physical message of the file, for its message index."""
+    def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+        """Every physical message of the file, for its message index, each through ``keep``
+        (what the index keeps of it) when given."""
         with open_capture(path) as f, decompressing(path):
             data = f.read()
-        return self.parse(data, path)
+        return kept(self.parse(data, path), keep)
 
     def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
         """Where in the file's ``data`` the next message starts after a damaged one that starts at
@@ -170,13 +176,14 @@ def damaged_message(descriptor: Optional[Descriptor], source: str, index: int, s
     return PhysicalMessage(descriptor, b"", source, index, start, end, problem=damage.summary(), damage=damage)
 
 
-def scan_recovering(fmt: CaptureFormat, path: str) -> Iterator[PhysicalMessage]:
-    """Every physical message of the file, damaged ones too: a stretch the format cannot parse is
-    one message whose ``damage`` says why, and reading goes on at the next message start the
-    format can find (``resync``). The file is read whole again only when damage is met."""
+def scan_recovering(fmt: CaptureFormat, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+    """Every physical message of the file, damaged ones too, each through ``keep`` when given: a
+    stretch the format cannot parse is one message whose ``damage`` says why, and reading goes
+    on at the next message start the format can find (``resync``). The file is read whole again
+    only when damage is met."""
     index, end = 0, 0
     try:
-        for message in fmt.scan(path):
+        for message in fmt.scan(path, keep):
             yield message
             index, end = message.index + 1, message.file_end
         return
@@ -191,17 +198,69 @@ def scan_recovering(fmt: CaptureFormat, path: str) -> Iterator[PhysicalMessage]:
         if resume is not None and resume <= end:
             resume = None
         stop = len(data) if resume is None else resume
-        yield fmt.salvage(data, path, index, end, stop, KeptError.of(failure))
+        yield from kept([fmt.salvage(data, path, index, end, stop, KeptError.of(failure))], keep)
         index, end = index + 1, stop
         if resume is None:
             return
         try:
-            for message in fmt.parse(data[resume:], path, resume, index):
+            for message in kept(fmt.parse(data[resume:], path, resume, index), keep):
                 yield message
                 index, end = message.index + 1, message.file_end
             return
         except CmiFormatError as e:
             failure = e
+
+
+def kept(messages: Iterable[PhysicalMessage], keep: Optional[Keep]) -> Iterator[PhysicalMessage]:
+    return iter(messages) if keep is None else map(keep, messages)
+
+
+# Threads that parse a large capture's chunks: the compiled kernels that decode its bytes and the
+# CRC-32 release the GIL (1M rows of a dump, 280 MB: 0.44 s -> 0.29 s on 2 cores).
+PARSE_THREADS = min(os.cpu_count() or 1, 4)
+
+
+def parse_in_chunks(path: str, chunk_bytes: int, whole_records: Callable[[bytes], int],
+                    parse: Callable[..., Iterable[PhysicalMessage]],
+                    keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+    """The messages of the file, read in chunks of whole records (``read_in_chunks``), each chunk
+    parsed by ``parse(data, source, base_offset, first_index, stop=...)`` and its messages put
+    through ``keep`` on PARSE_THREADS threads, at most as many chunks ahead as threads (memory
+    stays bounded). The messages come in file order, numbered from 0 across chunks; a chunk whose
+    parse fails is parsed again in order, so the error names the right message."""
+    chunks = read_in_chunks(path, chunk_bytes, whole_records)
+
+    def parse_chunk(chunk: Tuple[int, bytes, int]) -> List[PhysicalMessage]:
+        base, data, stop = chunk
+        return list(kept(parse(data, path, base, 0, stop=stop), keep))
+
+    index = 0
+    with ThreadPoolExecutor(PARSE_THREADS) as pool:
+        pending: Deque[Tuple[Tuple[int, bytes, int], Future]] = deque()
+        for chunk in chunks:
+            pending.append((chunk, pool.submit(parse_chunk, chunk)))
+            while pending and (len(pending) >= PARSE_THREADS or pending[0][1].done()):
+                index = yield from _in_order(pending.popleft(), index, path, parse, keep)
+        while pending:
+            index = yield from _in_order(pending.popleft(), index, path, parse, keep)
+
+
+def _in_order(job, index: int, path: str, parse, keep: Optional[Keep]):
+    """A parsed chunk's messages numbered on from ``index``; returns the next index."""
+    (base, data, stop), future = job
+    try:
+        messages = future.result()
+    except CmiFormatError:
+        for message in kept(parse(data, path, base, index, stop=stop), keep):  # raises, naming its message
+            yield message
+            index = message.index + 1
+        return index
+    for message in messages:
+        # Each message is new and not yet seen by anyone: numbering it in place saves a copy of
+        # each (dataclasses.replace, 10 us a message) on the thread that hands them out in order.
+        object.__setattr__(message, "index", message.index + index)
+        yield message
+    return index + len(messages)
 
 
 def read_spans(parse: Parse, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:

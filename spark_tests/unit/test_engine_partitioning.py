@@ -183,3 +183,22 @@ def test_a_rewrite_that_restores_size_and_mtime_is_a_new_file(tmp_path):
     path.write_bytes(b"B" * 100)
     os.utime(path, ns=(10 ** 18, 10 ** 18))
     assert index.file_key(str(path)) != before
+
+
+def test_chunks_parsed_on_threads_name_a_damaged_message_by_its_place_in_the_file(big_dump, tmp_path):
+    # Chunks are parsed on threads, each numbering its messages from 0: the damage in a late
+    # chunk must still be reported as the file's message it is, after every message before it.
+    from cmi_datasource.errors import DumpSyntaxError
+    whole = list(read_dump(big_dump))
+    victim = whole[len(whole) * 3 // 4]
+    data = bytearray(open(big_dump, "rb").read())
+    x_line = data.index(b"\nX ", victim.file_offset) + 1
+    data[x_line + 2:x_line + 4] = b"GG"
+    damaged = tmp_path / "damaged.dmp"
+    damaged.write_bytes(bytes(data))
+    seen = []
+    with pytest.raises(DumpSyntaxError) as raised:
+        for message in read_dump(str(damaged), chunk_bytes=20_000):
+            seen.append(message)
+    assert raised.value.location.message_index == victim.index
+    assert [(m.index, m.payload) for m in seen] == [(m.index, m.payload) for m in whole[:victim.index]]

@@ -38,7 +38,7 @@ from typing import BinaryIO, Iterable, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ...compiled import kernel
-from ...containers import read_in_chunks
+from ..base import Keep, parse_in_chunks
 from ...errors import DumpSyntaxError, Location, TruncatedError
 from ...messages import PhysicalMessage
 from .hex_lines import PAIR_VALUES, all_head, decode_hex, head_apart, line_end, text_line
@@ -357,16 +357,13 @@ def _start_of_last_message(data: bytes) -> int:
     return 0 if at < 0 else data.rfind(b"\n", 0, at) + 1
 
 
-READ_CHUNK_BYTES = 64 << 20
+READ_CHUNK_BYTES = 16 << 20  # small enough to keep several threads busy
 
 
-def read_browse(path: str, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[PhysicalMessage]:
-    """Physical messages of an amqsbcg output file (plain or compressed), read in chunks."""
-    index = 0
-    for base, data, stop in read_in_chunks(path, chunk_bytes, _start_of_last_message):
-        for message in parse_browse(data, path, base, index, stop=stop):
-            index = message.index + 1
-            yield message
+def read_browse(path: str, chunk_bytes: int = READ_CHUNK_BYTES, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+    """Physical messages of an amqsbcg output file (plain or compressed), each through ``keep``,
+    read in chunks parsed on several threads (``parse_in_chunks``)."""
+    return parse_in_chunks(path, chunk_bytes, _start_of_last_message, parse_browse, keep)
 
 
 # ---------------------------------------------------------------------------------------------

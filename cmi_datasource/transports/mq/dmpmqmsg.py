@@ -21,7 +21,7 @@ from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...containers import read_in_chunks
+from ..base import Keep, parse_in_chunks
 from ...errors import DumpSyntaxError, Location, TruncatedError
 from ...messages import PhysicalMessage
 from .hex_lines import PAIR_VALUES, text_line, x_lines, x_run
@@ -356,7 +356,7 @@ def salvage(data: bytes, source: str, index: int, start: int, end: int) -> Tuple
         return None, start
 
 
-READ_CHUNK_BYTES = 64 << 20
+READ_CHUNK_BYTES = 16 << 20  # small enough that a 280 MB dump keeps 2 threads busy
 _DATA_TAGS = (b"X", b"S", b"T")
 
 
@@ -382,15 +382,12 @@ def _start_of_last_message(data: bytes) -> int:
     return 0
 
 
-def read_dump(path: str, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[PhysicalMessage]:
-    """Physical messages of the dump file at ``path`` (plain or compressed), read in chunks so
-    that memory stays bounded by the chunk size (plus the largest message), whatever the file size.
-    The unfinished last message of a chunk is read again with the next one."""
-    index = 0
-    for base, data, stop in read_in_chunks(path, chunk_bytes, _start_of_last_message):
-        for message in parse_dump(data, path, base, index, stop=stop):
-            index = message.index + 1
-            yield message
+def read_dump(path: str, chunk_bytes: int = READ_CHUNK_BYTES, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+    """Physical messages of the dump file at ``path`` (plain or compressed), each through ``keep``,
+    read in chunks parsed on several threads (``parse_in_chunks``), so that memory stays bounded by
+    a few chunks (plus the largest message), whatever the file size. The unfinished last message
+    of a chunk is read again with the next one."""
+    return parse_in_chunks(path, chunk_bytes, _start_of_last_message, parse_dump, keep)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ...errors import KeptError
 from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage, UnjoinedMessage
-from ..base import CaptureFormat, SpanPayloads, Transport
+from ..base import CaptureFormat, Keep, SpanPayloads, Transport
 from . import amqsbcg, dmpmqmsg, mqget
 from .dump_spans import read_dump_spans, read_spans_in_bulk
 from .envelope import unwrap
@@ -45,6 +45,11 @@ def _first_lines(head: bytes, skip=None) -> Iterator[bytes]:
     return (line for line in head.splitlines() if line.strip() and not (skip and skip.match(line)))
 
 
+
+def _unwrapped(keep: Optional[Keep]) -> Keep:
+    """Unwrap each message's MQ headers, then ``keep`` it: both on the parsing threads."""
+    return unwrap if keep is None else lambda message: keep(unwrap(message))
+
 class DmpmqmsgFormat(CaptureFormat):
     name = "dmpmqmsg"
     description = "IBM MQ dmpmqmsg / qload text dump"
@@ -60,8 +65,8 @@ class DmpmqmsgFormat(CaptureFormat):
               first_index: int = 0) -> Iterator[PhysicalMessage]:
         return map(unwrap, dmpmqmsg.parse_dump(data, source, base_offset, first_index))
 
-    def scan(self, path: str) -> Iterator[PhysicalMessage]:
-        return map(unwrap, dmpmqmsg.read_dump(path))
+    def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+        return dmpmqmsg.read_dump(path, keep=_unwrapped(keep))
 
     def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
         return dmpmqmsg.next_message_start(data, offset)
@@ -95,8 +100,8 @@ class AmqsbcgFormat(CaptureFormat):
               first_index: int = 0) -> Iterator[PhysicalMessage]:
         return map(unwrap, amqsbcg.parse_browse(data, source, base_offset, first_index))
 
-    def scan(self, path: str) -> Iterator[PhysicalMessage]:
-        return map(unwrap, amqsbcg.read_browse(path))
+    def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+        return amqsbcg.read_browse(path, keep=_unwrapped(keep))
 
     def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
         found = amqsbcg.NEXT_MESSAGE.search(data, offset)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, BinaryIO, Dict, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Dict, Iterable, Iterator, Optional, Sequence
 
 import pyarrow as pa
 
 from ...errors import CmiFormatError, CmiOptionError, message_number
 from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage
-from ..base import CaptureFormat, Transport, read_spans
+from ..base import CaptureFormat, Keep, Transport, kept, read_spans
 from . import packets
 from .packets import CONNECT
 from ..tcp import is_pcap
@@ -83,8 +83,8 @@ class PcapFormat(CaptureFormat):
     def sniff(self, head: bytes) -> bool:
         return is_pcap(head)
 
-    def scan(self, path: str) -> Iterator[PhysicalMessage]:
-        return iter(self.cache.get(path))
+    def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+        return kept(self.cache.get(path), keep)
 
     def reread(self, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
         return self.cache.spans(spans)
