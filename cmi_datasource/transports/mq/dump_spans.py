@@ -96,7 +96,7 @@ PIECE_BYTES = 8 << 20  # file text read and decoded per kernel call
 MAX_GAP_BYTES = 64 << 10  # unwanted bytes between two spans that one read may still cover
 
 
-def _pieces(spans: Sequence[MessageSpan], piece_bytes: int) -> Iterator[range]:
+def span_runs(spans: Sequence[MessageSpan], piece_bytes: int) -> Iterator[range]:
     """Runs of consecutive spans of one file, close enough together to be read at once."""
     first = 0
     for i in range(1, len(spans) + 1):
@@ -133,7 +133,7 @@ def read_spans_in_bulk(spans: Sequence[MessageSpan], heads: Sequence[int], room:
     # Both buffers are reused from piece to piece: fresh memory costs a page fault per 4 KiB.
     text, scratch = bytearray(), None
     try:
-        for piece in _pieces(spans, piece_bytes):
+        for piece in span_runs(spans, piece_bytes):
             chosen = [spans[i] for i in piece]
             source = chosen[0][0]
             if reader is None or reader.path != source:

@@ -128,8 +128,15 @@ class MqgetFormat(CaptureFormat):
               first_index: int = 0) -> Iterator[PhysicalMessage]:
         return map(unwrap, mqget.parse_capture(data, source, base_offset, first_index))
 
+    def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+        return mqget.read_capture(path, keep=_unwrapped(keep))
+
     def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
         return mqget.next_descriptor(data, offset)
+
+    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int],
+                       room: int = 0) -> Iterator[SpanPayloads]:
+        return mqget.read_capture_spans(spans, heads, room)
 
     def salvage(self, data: bytes, source: str, index: int, start: int, end: int,
                 damage: KeptError) -> PhysicalMessage:
