@@ -8,7 +8,7 @@ API: ``Capture.open(paths).dataset_table()`` gives the same rows as
 """
 from __future__ import annotations
 
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
@@ -27,7 +27,8 @@ from ..transports import CaptureFormat, Transport, capture_format, detect_format
 from . import plan as planning
 from . import tables
 from .decode import reread_logical
-from .index import file_key, indexed, scan, slim
+from .index import MESSAGES_KEPT_IN_MEMORY, file_key, indexed, scan, slim
+from .memo import KeptInMemory
 from .recovery import Recovery, recover
 from .paths import resolve_paths
 
@@ -293,8 +294,7 @@ class Capture:
         return tables.messages_table(self, source)
 
 
-_OPEN: "OrderedDict[tuple, Capture]" = OrderedDict()
-_OPEN_KEPT = 4
+_OPEN: KeptInMemory[Capture] = KeptInMemory(4, MESSAGES_KEPT_IN_MEMORY, lambda capture: len(capture.messages))
 
 
 def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[str] = None) -> Capture:
@@ -305,8 +305,5 @@ def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[
     key = (tuple(file_key(f) for f in files), charsets, format)
     capture = _OPEN.get(key)
     if capture is None:
-        capture = Capture.open(files, charsets, format=format)
-        _OPEN[key] = capture
-        while len(_OPEN) > _OPEN_KEPT:
-            _OPEN.popitem(last=False)
+        capture = _OPEN.put(key, Capture.open(files, charsets, format=format))
     return capture

@@ -17,7 +17,6 @@ import hashlib
 import os
 import pickle
 import tempfile
-from collections import OrderedDict
 from typing import Any, Dict, List
 
 from ..cmi.correl import MSGTYPE_CMI_HEADER
@@ -26,12 +25,15 @@ from ..payload.sas_dataset import RECORD_DATASET, RECORD_TYPE_SIZE, RECORD_VARIA
 from ..storage import identity, open_input
 from ..transports import CaptureFormat
 from ..transports.base import scan_recovering
+from .memo import KeptInMemory
 
 KEEP_BYTES = 256  # record types, counts and dataset definitions fit; the rest is re-read on demand
 INDEX_FORMAT = 5  # bump when what is cached changes shape
 CACHE_DIR = os.path.join(tempfile.gettempdir(), "cmi-datasource-index")
-_MEMORY: "OrderedDict[tuple, List[PhysicalMessage]]" = OrderedDict()
-_MEMORY_FILES = 16
+# About 600 bytes a message held: a 5M-row dump's index (20,000 messages) is kept, a 20M-row
+# dump's is read again from the disk cache when it is needed (a kept plan mostly saves that).
+MESSAGES_KEPT_IN_MEMORY = 50_000
+_MEMORY: KeptInMemory[List[PhysicalMessage]] = KeptInMemory(16, MESSAGES_KEPT_IN_MEMORY, len)
 
 
 # Dataset and variable definitions up to this size are kept whole: every planning reads a
@@ -112,7 +114,6 @@ def indexed(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
     key = index_key(path, fmt)
     found = _MEMORY.get(key)
     if found is not None:
-        _MEMORY.move_to_end(key)
         return found
     _, size = key[:2]  # file_key: (path, size, ...)
     on_disk = size >= DISK_CACHED_FILE_BYTES
@@ -122,10 +123,7 @@ def indexed(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
         found = scan(path, fmt)
         if on_disk:
             store_cached(cache_file, found)
-    _MEMORY[key] = found
-    while len(_MEMORY) > _MEMORY_FILES:
-        _MEMORY.popitem(last=False)
-    return found
+    return _MEMORY.put(key, found)
 
 
 # What the disk cache keeps, the most recently written first: a queue export of 10,000 small

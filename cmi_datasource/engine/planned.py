@@ -11,7 +11,6 @@ or changed file is a new key).
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
@@ -20,6 +19,7 @@ import pyarrow as pa
 from .. import __version__
 from ..errors import CmiError
 from .index import cache_file_of, file_key, load_cached, store_cached
+from .memo import KeptInMemory
 from .options import ReadOptions
 from .paths import resolve_paths
 from .views import view
@@ -33,8 +33,7 @@ class Planned:
     parts: Tuple[Any, ...]  # one picklable value per partition (views.py)
 
 
-_MEMORY: "OrderedDict[tuple, Planned]" = OrderedDict()
-_MEMORY_KEPT = 8
+_MEMORY: KeptInMemory[Planned] = KeptInMemory(8)
 
 
 def _key(o: ReadOptions) -> tuple:
@@ -47,21 +46,13 @@ def _kept(key: tuple) -> Optional[Planned]:
         found = load_cached(cache_file_of(key))
         if not isinstance(found, Planned):
             return None
-        _remember(key, found)
+        _MEMORY.put(key, found)
     return found
-
-
-def _remember(key: tuple, found: Planned) -> None:
-    _MEMORY[key] = found
-    _MEMORY.move_to_end(key)
-    while len(_MEMORY) > _MEMORY_KEPT:
-        _MEMORY.popitem(last=False)
 
 
 def _keep(key: tuple, found: Planned) -> Planned:
-    _remember(key, found)
     store_cached(cache_file_of(key), found)
-    return found
+    return _MEMORY.put(key, found)
 
 
 def schema(o: ReadOptions) -> pa.Schema:

@@ -45,8 +45,9 @@ def _batches(table: pa.Table, o: ReadOptions) -> Iterator[pa.RecordBatch]:
 
 
 def _whole_table(name: str, schema: pa.Schema, build: Callable[[Capture], pa.Table]) -> View:
-    """A view read as one table in one partition."""
-    return View(name, lambda o: schema, lambda o: [None], lambda value, o: _batches(build(_capture(o)), o))
+    """A view read as one table in one partition, built while planning (the planning worker has
+    the capture open; the reading one would open it again) and handed over in the partition."""
+    return View(name, lambda o: schema, lambda o: [build(_capture(o))], lambda table, o: _batches(table, o))
 
 
 @dataclass(frozen=True)

@@ -235,14 +235,29 @@ def parse_in_chunks(path: str, chunk_bytes: int, whole_records: Callable[[bytes]
         return list(kept(parse(data, path, base, 0, stop=stop), keep))
 
     index = 0
-    with ThreadPoolExecutor(PARSE_THREADS) as pool:
-        pending: Deque[Tuple[Tuple[int, bytes, int], Future]] = deque()
+    pool = _parse_pool()
+    pending: Deque[Tuple[Tuple[int, bytes, int], Future]] = deque()
+    try:
         for chunk in chunks:
             pending.append((chunk, pool.submit(parse_chunk, chunk)))
             while pending and (len(pending) >= PARSE_THREADS or pending[0][1].done()):
                 index = yield from _in_order(pending.popleft(), index, path, parse, keep)
         while pending:
             index = yield from _in_order(pending.popleft(), index, path, parse, keep)
+    finally:
+        for _, future in pending:  # a reader that stopped early: nothing more is parsed for it
+            future.cancel()
+
+
+_POOL: Optional[ThreadPoolExecutor] = None
+
+
+def _parse_pool() -> ThreadPoolExecutor:
+    """One pool for the process: a load of 10,000 small files must not start a pool per file."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="cmi-parse")
+    return _POOL
 
 
 def _in_order(job, index: int, path: str, parse, keep: Optional[Keep]):
