@@ -17,7 +17,7 @@ import hashlib
 import os
 import pickle
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from ..cmi.correl import MSGTYPE_CMI_HEADER
 from ..messages import PhysicalMessage, crc32, partial
@@ -99,8 +99,30 @@ def cache_file_of(key: tuple) -> str:
 
 
 def index_key(path: str, fmt: CaptureFormat) -> tuple:
-    """What an index is cached by: the file's identity, its format and the index's own shape."""
-    return file_key(path) + (fmt.name, INDEX_FORMAT)
+    """What an index is cached by: the file's identity, its format, the index's own shape and
+    the code that made it."""
+    return file_key(path) + (fmt.name, INDEX_FORMAT, code_fingerprint())
+
+
+_CODE_FINGERPRINT: Optional[str] = None
+
+
+def code_fingerprint() -> str:
+    """What tells this package's code from other versions of it: the size and mtime of each of
+    its modules. What the disk cache keeps (indexes, plans) is pickled objects of its classes;
+    an upgrade, or an edit to an installed checkout, must not be handed what older code made."""
+    global _CODE_FINGERPRINT
+    if _CODE_FINGERPRINT is None:
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        stats = []
+        for folder, _, names in os.walk(package):
+            for name in sorted(names):
+                if name.endswith(".py"):
+                    stat = os.stat(os.path.join(folder, name))
+                    stats.append((os.path.relpath(os.path.join(folder, name), package), stat.st_size,
+                                  stat.st_mtime_ns))
+        _CODE_FINGERPRINT = hashlib.sha256(repr(sorted(stats)).encode()).hexdigest()[:16]
+    return _CODE_FINGERPRINT
 
 
 # Smaller files are rescanned rather than cached on disk: scanning 35 KB of dump takes 0.4 ms,

@@ -6,8 +6,8 @@ again and lists the partitions when a job is planned. Each would open the captur
 identities, message indexes, assembly, layouts): 4.5 s for a queue export of 10,000 small dumps,
 against 1.3 s to load the kept plan. So the first worker plans the partitions with the schema,
 and both are kept in memory and in the index's disk cache, under everything they depend on: the
-package's version, every read option, and the identity of every file of the load (a new, removed
-or changed file is a new key).
+package's version and code, every read option, and the identity of every file of the load (a
+new, removed or changed file is a new key).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from .. import __version__
 from ..errors import CmiError
-from .index import cache_file_of, file_key, load_cached, store_cached
+from .index import cache_file_of, code_fingerprint, file_key, load_cached, store_cached
 from .memo import KeptInMemory
 from .options import ReadOptions
 from .paths import resolve_paths
@@ -37,7 +37,8 @@ _MEMORY: KeptInMemory[Planned] = KeptInMemory(8)
 
 
 def _key(o: ReadOptions) -> tuple:
-    return ("plan", PLAN_FORMAT, __version__, repr(o), tuple(file_key(f) for f in resolve_paths(o.paths)))
+    return ("plan", PLAN_FORMAT, __version__, code_fingerprint(), repr(o),
+            tuple(file_key(f) for f in resolve_paths(o.paths)))
 
 
 def _kept(key: tuple) -> Optional[Planned]:

@@ -202,3 +202,20 @@ def test_chunks_parsed_on_threads_name_a_damaged_message_by_its_place_in_the_fil
             seen.append(message)
     assert raised.value.location.message_index == victim.index
     assert [(m.index, m.payload) for m in seen] == [(m.index, m.payload) for m in whole[:victim.index]]
+
+
+def test_cached_indexes_and_plans_belong_to_the_code_that_made_them(monkeypatch):
+    # An upgrade, or an edit to the checkout a worker imports, must not be handed pickles of
+    # older classes: the cache keys hold a fingerprint of the package's modules.
+    import cmi_datasource.engine.plan as a_module
+    before = index.code_fingerprint()
+    assert index.code_fingerprint() == before  # computed once per process
+    stat = os.stat(a_module.__file__)
+    monkeypatch.setattr(index, "_CODE_FINGERPRINT", None)
+    try:
+        os.utime(a_module.__file__, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+        assert index.code_fingerprint() != before
+    finally:
+        os.utime(a_module.__file__, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    monkeypatch.setattr(index, "_CODE_FINGERPRINT", None)
+    assert index.code_fingerprint() == before
