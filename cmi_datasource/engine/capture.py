@@ -8,10 +8,11 @@ API: ``Capture.open(paths).dataset_table()`` gives the same rows as
 """
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -295,6 +296,22 @@ class Capture:
 
 
 _OPEN: KeptInMemory[Capture] = KeptInMemory(4, MESSAGES_KEPT_IN_MEMORY, lambda capture: len(capture.messages))
+_HELD: Optional[Dict[tuple, Capture]] = None
+
+
+@contextlib.contextmanager
+def held_open() -> Iterator[None]:
+    """Captures opened inside the block stay open until it ends, whatever their size: one
+    planning step asks for its capture several times (schema, selection, slices), and a queue
+    export of 10,000 small dumps is heavier than ``_OPEN`` keeps (opening it twice doubled the
+    planning)."""
+    global _HELD
+    outer = _HELD
+    _HELD = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _HELD = outer
 
 
 def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[str] = None) -> Capture:
@@ -303,7 +320,9 @@ def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[
     file is read again."""
     files = resolve_paths(paths)
     key = (tuple(file_key(f) for f in files), charsets, format)
-    capture = _OPEN.get(key)
+    capture = _OPEN.get(key) or (_HELD or {}).get(key)
     if capture is None:
         capture = _OPEN.put(key, Capture.open(files, charsets, format=format))
+    if _HELD is not None:
+        _HELD[key] = capture
     return capture

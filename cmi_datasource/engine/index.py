@@ -17,7 +17,7 @@ import hashlib
 import os
 import pickle
 import tempfile
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 from ..cmi.correl import MSGTYPE_CMI_HEADER
 from ..messages import PhysicalMessage, crc32, partial
@@ -64,33 +64,23 @@ FINGERPRINT_BYTES = 64 << 10
 
 
 def file_key(path: str) -> tuple:
-    """The file's identity (``storage.identity``: path, size, and mtime or the store's version)
-    and, unless the store versions its objects, a CRC of the file's first and last 64 KiB: a
-    dump rewritten with the same size and a restored mtime (``cp -p``, ``rsync -t``) still differs
-    there (its header carries the time it was created), so it gets a new index. An S3 ETag or
-    a GCS generation changes with every write: no bytes need reading."""
+    """The file's identity (``storage.identity``). Where a rewrite cannot set that identity
+    back, it is the key: an object store's version (S3 ETag, GCS generation), a POSIX file's
+    ctime and inode (``cp -p`` and ``rsync -t`` restore size and mtime, never the ctime; rsync
+    also makes a new inode). Where only a modification time is known (a store without versions;
+    Windows, whose st_ctime is the creation time), a CRC of the file's first and last 64 KiB is
+    added: a dump rewritten with the same size and mtime still differs there (its header carries
+    the time it was created), so it gets a new index."""
     found = identity(path)
-    if found.version[0][0] != "mtime":
-        return (found.path, found.size) + found.version
     signature = (found.path, found.size) + found.version
-    fingerprint = _FINGERPRINTS.get(signature)
-    if fingerprint is None:
-        with open_input(path) as f:
-            head = f.read(FINGERPRINT_BYTES)
-            f.seek(max(found.size - FINGERPRINT_BYTES, 0))
-            tail = f.read(FINGERPRINT_BYTES)
-        fingerprint = crc32(tail, crc32(head))
-        if any(name == "ctime" for name, _ in found.version):
-            # A local file's ctime changes with every write and cannot be set back: while it is
-            # unchanged, so are the file's ends. Planning asks for a key several times per file.
-            _FINGERPRINTS[signature] = fingerprint
-            while len(_FINGERPRINTS) > _FINGERPRINTS_KEPT:
-                del _FINGERPRINTS[next(iter(_FINGERPRINTS))]
-    return signature + (fingerprint,)
-
-
-_FINGERPRINTS: Dict[tuple, int] = {}
-_FINGERPRINTS_KEPT = 100_000
+    names = {name for name, _ in found.version}
+    if "mtime" not in names or ("ctime" in names and os.name == "posix"):
+        return signature
+    with open_input(path) as f:
+        head = f.read(FINGERPRINT_BYTES)
+        f.seek(max(found.size - FINGERPRINT_BYTES, 0))
+        tail = f.read(FINGERPRINT_BYTES)
+    return signature + (crc32(tail, crc32(head)),)
 
 
 def cache_file_of(key: tuple) -> str:

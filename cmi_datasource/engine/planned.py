@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from .. import __version__
 from ..errors import CmiError
+from .capture import held_open
 from .index import cache_file_of, code_fingerprint, file_key, load_cached, store_cached
 from .memo import KeptInMemory
 from .options import ReadOptions
@@ -64,11 +65,12 @@ def schema(o: ReadOptions) -> pa.Schema:
     if found is not None:
         return found.schema
     chosen = view(o.view)
-    arrow = chosen.schema(o)
-    try:
-        parts = tuple(chosen.plan(o))
-    except CmiError:
-        return arrow
+    with held_open():
+        arrow = chosen.schema(o)
+        try:
+            parts = tuple(chosen.plan(o))
+        except CmiError:
+            return arrow
     return _keep(key, Planned(arrow, parts)).schema
 
 
@@ -78,5 +80,6 @@ def partitions(o: ReadOptions) -> Tuple[Any, ...]:
     found = _kept(key)
     if found is None:
         chosen = view(o.view)
-        found = _keep(key, Planned(chosen.schema(o), tuple(chosen.plan(o))))
+        with held_open():
+            found = _keep(key, Planned(chosen.schema(o), tuple(chosen.plan(o))))
     return found.parts

@@ -219,3 +219,24 @@ def test_cached_indexes_and_plans_belong_to_the_code_that_made_them(monkeypatch)
         os.utime(a_module.__file__, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     monkeypatch.setattr(index, "_CODE_FINGERPRINT", None)
     assert index.code_fingerprint() == before
+
+
+def test_where_only_an_mtime_is_known_the_ends_of_the_file_tell_a_rewrite(tmp_path, monkeypatch):
+    # A store without versions, or Windows (whose st_ctime is the creation time): the CRC of the
+    # file's first and last 64 KiB tells a rewrite that restored size and mtime.
+    import dataclasses
+    real_identity = index.identity
+
+    def mtime_only(path):
+        found = real_identity(path)
+        return dataclasses.replace(found, version=found.version[:1])
+
+    monkeypatch.setattr(index, "identity", mtime_only)
+    path = tmp_path / "q.dmp"
+    path.write_bytes(b"A" * 100)
+    os.utime(path, ns=(10 ** 18, 10 ** 18))
+    before = index.file_key(str(path))
+    assert len(before) == 4 and index.file_key(str(path)) == before  # path, size, mtime, CRC
+    path.write_bytes(b"B" * 100)
+    os.utime(path, ns=(10 ** 18, 10 ** 18))
+    assert index.file_key(str(path)) != before

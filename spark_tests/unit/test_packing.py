@@ -111,3 +111,18 @@ def test_a_plan_that_fails_is_not_kept_and_fails_where_spark_plans(queue_export,
     assert planned.schema(o).names == TABLE.schema.names
     with pytest.raises(CmiFormatError, match="cannot plan"):
         planned.partitions(o)
+
+
+def test_one_planning_step_opens_a_heavy_load_once(queue_export, tmp_path, monkeypatch):
+    # Heavier than what a worker keeps in memory between loads, the load is still opened once
+    # while its schema and partitions are planned.
+    from cmi_datasource.engine import capture
+    from cmi_datasource.engine.memo import KeptInMemory
+    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(capture, "_OPEN", KeptInMemory(4, 1, lambda c: len(c.messages)))
+    opened = []
+    real_open = capture.Capture.open
+    monkeypatch.setattr(capture.Capture, "open", lambda *a, **k: opened.append(1) or real_open(*a, **k))
+    o = ReadOptions.parse({"path": queue_export})
+    planned.schema(o)
+    assert len(opened) == 1 and len(capture._OPEN) == 0  # and not kept after
