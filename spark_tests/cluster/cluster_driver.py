@@ -116,7 +116,8 @@ def main(config_path: str) -> None:
                          "pythonpath": os.environ.get("PYTHONPATH", ""),
                          "pyspark_python": os.environ.get("PYSPARK_PYTHON", "")}}
 
-    dataset = spark.read.format("cmi").option("dataset", config["dataset"]).load(config["capture"])
+    dataset = (spark.read.format("cmi").option("dataset", config["dataset"])
+               .option("minPartitions", config["min_partitions"]).load(config["capture"]))
     result["schema"] = [[f.name, f.dataType.simpleString(), f.metadata] for f in dataset.schema.fields]
     result["partitions"] = dataset.rdd.getNumPartitions()
     lap("plan")
@@ -124,7 +125,8 @@ def main(config_path: str) -> None:
     lap("collect")
     # The same read, by a subclass that reports from inside each partition's read.
     spark.dataSource.register(reporting_source(config["reports"]))
-    probed = spark.read.format("cmi_probe").option("dataset", config["dataset"]).load(config["capture"])
+    probed = (spark.read.format("cmi_probe").option("dataset", config["dataset"])
+              .option("minPartitions", config["min_partitions"]).load(config["capture"]))
     result["probed_rows"] = probed.count()
     result["reads"] = [json.load(open(os.path.join(config["reports"], n))) for n in sorted(os.listdir(config["reports"]))]
     lap("read_with_reports")

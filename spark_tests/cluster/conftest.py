@@ -98,6 +98,8 @@ def cluster_run(standalone_cluster, executor_python, cluster_capture, tmp_path_f
     driver_tmp.mkdir()
     config = {"master": standalone_cluster.master_url, "executors": len(standalone_cluster.workers),
               "capture": str(cluster_capture), "dataset": DATASET, "write_to": str(base / "written"),
+              # A partition per LIB.SALES attachment: small attachments are otherwise packed together.
+              "min_partitions": SALES_FILES + 1,
               "driver_local_dir": str(base / "local"), "register": False, "checkout": str(harness.ROOT), "reports": str(base / "reports")}
     (base / "reports").mkdir()
     env = standalone_cluster.env(

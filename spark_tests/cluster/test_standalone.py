@@ -36,7 +36,8 @@ def sorted_rows(table_rows):
 
 def test_both_workers_ran_read_tasks_of_the_multi_file_capture(cluster_run, standalone_cluster):
     reads = cluster_run["reads"]  # one report per partition read, from inside the read
-    assert cluster_run["partitions"] == len(reads) >= 6  # one per LIB.SALES attachment at least
+    # minPartitions 6: one partition per LIB.SALES attachment (small ones are otherwise packed).
+    assert cluster_run["partitions"] == len(reads) >= 6
     assert sorted(r["partition"] for r in reads) == list(range(len(reads)))
     ran_on = {worker_of(r["cwd"], standalone_cluster) for r in reads}
     assert ran_on == {w.name for w in standalone_cluster.workers}, ran_on
@@ -102,14 +103,12 @@ def test_executors_use_their_own_temporary_directories(cluster_run, standalone_c
         assert Path(r["tmp"]) == workers[worker_of(r["cwd"], standalone_cluster)].tmp_dir, r
     for worker in workers.values():
         assert not under(str(worker.tmp_dir), driver_tmp) and not under(str(driver_tmp), worker.tmp_dir)
-    # Planning indexed the files in the driver's temp dir; an executor that needed an index (the
-    # attachments view re-opens the capture) built its own in its temp dir, under the same keys.
-    driver_index = set(cluster_run["driver"]["index_files"])
-    assert driver_index
-    executor_index = [set(os.listdir(w.tmp_dir / "cmi-datasource-index")) for w in workers.values()
-                      if (w.tmp_dir / "cmi-datasource-index").is_dir()]
-    assert executor_index, "no executor wrote a message index"
-    assert all(index <= driver_index for index in executor_index)
+    # Planning kept its plans in the driver's temp dir. Executors get all they read in their
+    # partitions (the attachments view's table too): none opens the capture, so none indexes it.
+    assert cluster_run["driver"]["index_files"]
+    for worker in workers.values():
+        kept = worker.tmp_dir / "cmi-datasource-index"
+        assert not kept.is_dir() or not os.listdir(kept), sorted(os.listdir(kept))
 
 
 def test_write_from_the_cluster_reads_back(cluster_run):
