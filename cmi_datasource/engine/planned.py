@@ -31,7 +31,7 @@ PLAN_FORMAT = 1  # bump when what is kept changes shape
 @dataclass(frozen=True)
 class Planned:
     schema: pa.Schema
-    parts: Tuple[Any, ...]  # one picklable value per partition (views.py)
+    parts: Optional[Tuple[Any, ...]]  # one picklable value per partition (views.py)
 
 
 _MEMORY: KeptInMemory[Planned] = KeptInMemory(8)
@@ -60,26 +60,28 @@ def _keep(key: tuple, found: Planned) -> Planned:
 def schema(o: ReadOptions) -> pa.Schema:
     """The load's Arrow schema; its partitions are planned and kept too, unless planning them
     fails: that error is then raised where Spark asks for the partitions, as without a cache."""
+    return _planned(o, plan_errors_later=True).schema
+
+
+def partitions(o: ReadOptions) -> Tuple[Any, ...]:
+    """The load's partitions (views.py), planned with its schema."""
+    return _planned(o, plan_errors_later=False).parts
+
+
+def _planned(o: ReadOptions, plan_errors_later: bool) -> Planned:
+    """The kept plan of the load, or a new one (kept); with ``plan_errors_later``, a plan that
+    fails gives the schema alone (parts None), kept nowhere."""
     key = _key(o)
     found = _kept(key)
     if found is not None:
-        return found.schema
+        return found
     chosen = view(o.view)
     with held_open():
         arrow = chosen.schema(o)
         try:
             parts = tuple(chosen.plan(o))
         except CmiError:
-            return arrow
-    return _keep(key, Planned(arrow, parts)).schema
-
-
-def partitions(o: ReadOptions) -> Tuple[Any, ...]:
-    """The load's partitions (views.py), planned with its schema."""
-    key = _key(o)
-    found = _kept(key)
-    if found is None:
-        chosen = view(o.view)
-        with held_open():
-            found = _keep(key, Planned(chosen.schema(o), tuple(chosen.plan(o))))
-    return found.parts
+            if plan_errors_later:
+                return Planned(arrow, None)
+            raise
+    return _keep(key, Planned(arrow, parts))
