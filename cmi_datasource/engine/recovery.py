@@ -1,20 +1,34 @@
 """Reading around damage: which observations of a dataset attachment can be trusted, and what
-is lost where. The read modes PERMISSIVE and DROPMALFORMED (``modes.py``) plan from this.
+is lost where. The read modes PERMISSIVE and DROPMALFORMED plan from this.
 
-Trust is strict. The observation stream is the sequenced messages after the definitions, end
-to end; a message that is missing, damaged, duplicated with another payload or made of
-segments that do not join is a hole in it. Before the first hole every byte's place is known,
-so every whole observation there is trusted. After a hole the place of the next byte is
-unknown: its observations are trusted only when the layout proves where they start, that is
-when every observation message of the attachment (the last excepted) holds whole
-observations, so that each message starts on an observation boundary. Otherwise everything
-after the first hole is lost. What is lost is counted from the dataset definition's number
-of observations when it declares one.
+The trust rule. An observation is returned as good only when the place of its bytes in the
+observation stream is proven; its row number is then its place divided by the observation
+length. The observation stream is the data of the observation messages (record type 3) in
+sequence order, end to end; a sequenced message that is missing, damaged, duplicated with
+another payload, of another record type or encoding, or made of segments that do not join is a
+hole in it, whose length is unknown. A message's place is proven in two ways only:
+
+* from the start: every observation message before it is present and trusted, so its place is
+  the sum of their lengths;
+* from the end: the dataset definition declares its number of observations (so the stream is
+  ``nobs * obs_length`` bytes), the end of the stream is seen (the message numbered as the
+  count message says is present, or a trusted index or constraint record follows), and every
+  observation message after it is present and trusted, so its place is the stream's length
+  less theirs.
+
+Everything between the last place proven from the start and the first proven from the end is
+one lost stretch, reported once with every fault in it: observation messages present between
+two holes cannot be placed (a hole's length is unknown), so their observations are lost too.
+Whether the messages happen to hold whole observations proves nothing: the length of a missing
+message is not known.
+
+Work and memory follow the messages present, never a declared count or sequence number: a run
+of missing sequence numbers is one range, however long.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Tuple, Union
 
 from ..cmi.assembly import Attachment
 from ..errors import CmiFormatError, DatasetLayoutError, IncompleteAttachmentError, KeptError, Location
@@ -32,16 +46,8 @@ class LostRows:
     error: KeptError  # what went wrong and where (file, message, offset, attachment, sequence)
     first: Optional[int] = None  # 0-based number of the first lost observation, when known
     count: Optional[int] = None  # how many are lost, when known
-    # One of several gaps of an attachment whose sizes are not known apart: (which, of how many,
-    # the observations all of them cost when known).
-    gap: Optional[Tuple[int, int, Optional[int]]] = None
 
     def what_is_lost(self) -> str:
-        if self.gap is not None:
-            which, gaps, in_all = self.gap
-            cost = f"{in_all} observations" if in_all is not None else "an unknown number of observations"
-            start = f"observations from {self.first + 1} lost" if self.first is not None else "observations lost"
-            return f"{start} in gap {which} of {gaps}, which cost {cost} in all"
         if self.count is not None and self.first is not None:
             if self.count == 1:
                 return f"observation {self.first + 1} lost"
@@ -60,8 +66,8 @@ class LostRows:
 @dataclass(frozen=True)
 class TrustedRun:
     """Consecutive observation messages whose observations [first_row, last_row) are trusted;
-    the stream's offsets place row r at r * obs_length (``base`` is where its first message's
-    data lies)."""
+    the stream's offsets place row r at r * obs_length (its first message's data lies at the
+    stream's ``base``)."""
 
     stream: RecordStream
     first_row: int
@@ -85,6 +91,18 @@ class Recovery:
 Full = Callable[[PhysicalMessage], PhysicalMessage]  # the message with its whole payload
 
 
+@dataclass(frozen=True)
+class _Hole:
+    """Sequence numbers [first, last] of the observation stretch that cannot be read, and why."""
+
+    first: int
+    last: int
+    error: KeptError
+
+
+_Item = Union[PhysicalMessage, _Hole]  # an observation message that can be read, or a hole
+
+
 def whole(att: Attachment, layout: DatasetLayout, stream: Optional[RecordStream]) -> Recovery:
     """A complete attachment whose layout reads: one run of every observation."""
     if stream is None or not layout.definition.obs_length:
@@ -103,131 +121,176 @@ def recover(att: Attachment, full: Full, codepage_of) -> Recovery:
             layout, stream = read_layout(messages, att.header.wire, codepage_of)
             return whole(att, layout, stream)
         except CmiFormatError:
-            pass  # read what the stream allows below
+            pass  # read what the stream proves below
     if att.unusable:
         error = KeptError(IncompleteAttachmentError, f"{att.unusable}: none of its messages can be told to be "
                           f"its own", att.header_message.location().within(key), IncompleteAttachmentError.hint)
         return Recovery(None, [], [LostRows(name, error, 0)])
-    sequenced = att.sequenced
-    last = max([att.expected or 0, *sequenced])
-
-    def trusted(k: int) -> bool:
-        return k in sequenced and k not in att.untrusted
-
-    def hole_error(k: int, after: Optional[PhysicalMessage]) -> KeptError:
-        if k in sequenced:
-            m = sequenced[k]
-            if m.damage is not None:
-                return m.damage.within(key, k)
-            why = att.untrusted.get(k, "has no record type")
-            return KeptError(IncompleteAttachmentError, f"sequenced message {k} {why}",
-                             m.location().within(key, k), IncompleteAttachmentError.hint)
-        where = (Location(after.source, None, after.file_end) if after is not None
-                 else att.header_message.location()).within(key, k)
-        why = att.untrusted.get(k, "is missing from the capture")  # segments that do not join, say
-        return KeptError(IncompleteAttachmentError, f"sequenced message {k} {why}", where,
-                         IncompleteAttachmentError.hint)
 
     # The definitions: the leading run of dataset and variable records.
     k, definitions = 1, []
-    while k <= last and trusted(k) and _record_type(sequenced[k]) in (RECORD_DATASET, RECORD_VARIABLES):
-        definitions.append(full(sequenced[k]))
+    while _trusted(att, k) and _record_type(att.sequenced[k]) in (RECORD_DATASET, RECORD_VARIABLES):
+        definitions.append(full(att.sequenced[k]))
         k += 1
     try:
         layout, _ = read_definitions(definitions, att.header.wire, codepage_of)
     except CmiFormatError as e:
-        cause = (hole_error(k, definitions[-1] if definitions else None) if k <= last and not trusted(k)
-                 else KeptError.of(e).within(key))
+        if not _trusted(att, k) and _present_from(att, k):
+            cause = _fault(att, k, _next_present(att, k), definitions[-1] if definitions else None)
+        else:
+            cause = KeptError.of(e).within(key)
         problem = f"the data set's definitions cannot be read: {cause.problem}; no observation can be read"
         return Recovery(None, [], [LostRows(name, KeptError(cause.kind, problem, cause.location, cause.hint), 0)])
-    obslen, declared = layout.definition.obs_length, layout.definition.nobs
+    if not layout.definition.obs_length:
+        return Recovery(layout)
+    items, end_seen = _observation_items(att, k, layout, definitions[-1] if definitions else None)
+    return _place(att, layout, items, end_seen)
 
-    # Runs of trusted observation messages and the holes between them, in sequence order.
-    pieces: List[Tuple[str, list]] = []
-    previous: Optional[PhysicalMessage] = definitions[-1] if definitions else None
-    for k in range(k, last + 1):
-        record_type = _record_type(sequenced[k]) if trusted(k) else None
+
+def _observation_items(att: Attachment, start: int, layout: DatasetLayout,
+                       previous: Optional[PhysicalMessage]) -> Tuple[List[_Item], bool]:
+    """The observation messages from sequence number ``start`` on, in order, with a ``_Hole`` for
+    each run of missing numbers and for each message that cannot be read as one of them; and
+    whether the end of the observation stream is seen. Walks the messages present only."""
+    key = att.key_hex
+    numbers = sorted(n for n in {*att.sequenced, *att.untrusted} if n >= start)
+    expected = att.expected if att.expected is not None and att.expected >= 0 else None
+    items: List[_Item] = []
+    at, end_seen = start, False
+    for n in numbers:
+        if n > at:
+            items.append(_Hole(at, n - 1, _fault(att, at, n, previous)))
+        at = n + 1
+        m = att.sequenced.get(n)
+        record_type = _record_type(m) if _trusted(att, n) else None
         if record_type is not None and record_type > RECORD_OBSERVATIONS:
-            break  # index and constraint records follow the observations
-        m = sequenced.get(k)
+            end_seen = True  # index and constraint records follow the observations
+            break
         if record_type == RECORD_OBSERVATIONS and (m.descriptor.encoding, m.descriptor.ccsid) == (
                 layout.encoding, layout.ccsid):
-            if not pieces or pieces[-1][0] != "run":
-                pieces.append(("run", []))
-            pieces[-1][1].append(m)
+            items.append(m)
             previous = m
             continue
         if record_type is None:
-            error = hole_error(k, previous)
+            error = _fault(att, n, n + 1, previous)
         else:
             what = (f"has record type {record_type} among the observations" if record_type != RECORD_OBSERVATIONS
                     else f"has Encoding {m.descriptor.encoding} and CCSID {m.descriptor.ccsid}, the data set "
                          f"{layout.encoding} and {layout.ccsid}")
-            error = KeptError(IncompleteAttachmentError, f"sequenced message {k} {what}",
-                              m.location().within(key, k), IncompleteAttachmentError.hint)
-        if not pieces or pieces[-1][0] != "hole":
-            pieces.append(("hole", []))
-        pieces[-1][1].append(error)
-    if not obslen:
-        return Recovery(layout)
+            error = KeptError(IncompleteAttachmentError, f"sequenced message {n} {what}",
+                              m.location().within(key, n), IncompleteAttachmentError.hint)
+        items.append(_Hole(n, n, error))
+    else:
+        if expected is not None and at <= expected:
+            items.append(_Hole(at, expected, _fault(att, at, expected + 1, previous)))
+        # The message the count message names last ends the stream; one numbered past the count
+        # leaves it open (which of the two is wrong cannot be told).
+        end_seen = (expected is not None and bool(items) and not isinstance(items[-1], _Hole)
+                    and (not numbers or numbers[-1] == expected))
+    return items, end_seen
 
-    observation_messages = [m for kind, items in pieces if kind == "run" for m in items]
-    aligned = all((m.length - RECORD_TYPE_SIZE) % obslen == 0 for m in observation_messages[:-1])
-    runs: List[TrustedRun] = []
-    holes: List[Tuple[List[KeptError], Optional[int], List[PhysicalMessage]]] = []  # errors, first row, unusable
-    at: Optional[int] = 0  # stream offset of the next byte, while known
-    for kind, items in pieces:
-        if kind == "hole" and at is None and not aligned:
-            holes[-1][0].extend(items)  # everything after the first gap is lost already: one stretch
-            continue
-        if kind == "hole":
-            holes.append((items, None if at is None else at // obslen, []))
-            at = None
-            continue
-        if at is None and not aligned:
-            holes[-1][2].extend(items)
-            continue
-        base = 0 if at is None else at
-        stream = RecordStream(RECORD_OBSERVATIONS, items, base=base)
-        first, stop = -(-base // obslen), stream.length // obslen
-        if stop > first:
-            runs.append(TrustedRun(stream, first, stop))
-        if at is not None:
-            at = stream.length
 
-    recovered = sum(run.last_row - run.first_row for run in runs)
-    lost_in_all = declared - recovered if declared >= 0 else None
-    if lost_in_all is not None and lost_in_all < 0:
-        # More observations than the definition declares: it does not describe these messages.
-        where = att.header_message.location().within(key)
-        error = KeptError(DatasetLayoutError, f"the dataset definition declares {declared} observations of "
-                          f"{obslen} bytes but the observation messages hold {recovered} or more: the "
-                          f"definitions do not describe them", where, DatasetLayoutError.hint)
+def _place(att: Attachment, layout: DatasetLayout, items: List[_Item], end_seen: bool) -> Recovery:
+    """The trusted runs and the lost stretch of the observation items (the module's rule)."""
+    key, name = att.key_hex, att.entry.name
+    obslen, declared = layout.definition.obs_length, layout.definition.nobs
+    holes = [i for i, item in enumerate(items) if isinstance(item, _Hole)]
+    prefix = items[:holes[0]] if holes else items
+    suffix = items[holes[-1] + 1:] if holes and end_seen and declared >= 0 else []
+    unplaced = sum(1 for item in items[len(prefix):len(items) - len(suffix)] if not isinstance(item, _Hole))
+
+    head = RecordStream(RECORD_OBSERVATIONS, prefix)
+    head_rows = head.length // obslen
+    if declared >= 0 and head_rows > declared or not holes and end_seen and (
+            head.length % obslen or declared >= 0 and head_rows != declared):
+        # The whole stream is seen and does not fit the definitions: they do not describe it.
+        held = f"{head.length} bytes" if head.length % obslen else f"{head_rows} observations"
+        error = KeptError(DatasetLayoutError, f"the dataset definition declares "
+                          f"{declared if declared >= 0 else 'an unknown number of'} observations of {obslen} bytes "
+                          f"but the observation messages hold {held}: the definitions do not describe them",
+                          att.header_message.location().within(key), DatasetLayoutError.hint)
         return Recovery(layout, [], [LostRows(name, error, 0)])
-    lost: List[LostRows] = []
-    for errors, first, unusable in holes:
-        first_error = errors[0]
-        problem = first_error.problem
-        if len(errors) > 1:
-            problem += f", and {len(errors) - 1} more sequenced message{'s' if len(errors) > 2 else ''} after it"
-        if unusable:
-            problem += (f"; the {len(unusable)} messages present after the gap cannot be placed on observation "
-                        f"boundaries (observations straddle messages), so their observations are lost too")
-        count = lost_in_all if len(holes) == 1 else None
-        lost.append(LostRows(name, KeptError(first_error.kind, problem, first_error.location, first_error.hint),
-                             first, count, (len(lost) + 1, len(holes), lost_in_all) if len(holes) > 1 else None))
-    if lost_in_all == 0:
-        return Recovery(layout, runs, [])  # the gaps held no observation (index records, say)
-    partial = bool(runs) and runs[-1].stream.length % obslen != 0
-    if not holes and (lost_in_all or partial):
-        end = observation_messages[-1] if observation_messages else previous
-        where = (end.location(end.length) if end is not None else att.header_message.location()).within(key)
-        problem = (f"the dataset definition declares {declared} observations and {recovered} can be read: the "
-                   f"observation stream ends early" if lost_in_all else
-                   "the observation stream ends inside an observation")
-        lost.append(LostRows(name, KeptError(IncompleteAttachmentError, problem, where, IncompleteAttachmentError.hint),
-                             recovered, lost_in_all))
-    return Recovery(layout, runs, lost)
+    runs = [TrustedRun(head, 0, head_rows)] if head_rows else []
+
+    total = declared * obslen if declared >= 0 else None
+    tail = RecordStream(RECORD_OBSERVATIONS, suffix) if suffix else None
+    if tail is not None and total - tail.length < head.length:
+        unplaced += len(suffix)  # more than the declared observations leave room for: not placed
+        tail = None
+    lost_from, lost_to = head_rows, None  # rows [lost_from, lost_to) are lost; lost_to None: unknown
+    if tail is not None:
+        tail = RecordStream(RECORD_OBSERVATIONS, suffix, base=total - tail.length)
+        tail_first = -(-tail.starts[0] // obslen)
+        if tail_first < declared:
+            runs.append(TrustedRun(tail, tail_first, declared))
+        lost_to = tail_first
+    elif declared >= 0:
+        lost_to = max(declared, head_rows)
+    if not holes:
+        if lost_to is not None and lost_to > lost_from:
+            end = prefix[-1] if prefix else None
+            where = (end.location(end.length) if end is not None else att.header_message.location()).within(key)
+            error = KeptError(IncompleteAttachmentError, f"the dataset definition declares {declared} observations "
+                              f"and {head_rows} can be read: the observation stream ends early", where,
+                              IncompleteAttachmentError.hint)
+            return Recovery(layout, runs, [LostRows(name, error, lost_from, lost_to - lost_from)])
+        if declared < 0 and head.length % obslen:
+            where = (prefix[-1].location(prefix[-1].length) if prefix else att.header_message.location()).within(key)
+            error = KeptError(IncompleteAttachmentError, "the observation stream ends inside an observation", where,
+                              IncompleteAttachmentError.hint)
+            return Recovery(layout, runs, [LostRows(name, error, head_rows)])
+        return Recovery(layout, runs)
+    if lost_to is not None and lost_to <= lost_from:
+        return Recovery(layout, runs)  # the holes held no observation (index records, say)
+    faults = [items[i].error for i in holes]
+    first_fault = faults[0]
+    problem = first_fault.problem
+    if len(faults) > 1:
+        problem += f", and {len(faults) - 1} more fault{'s' if len(faults) > 2 else ''} after it"
+    if unplaced:
+        problem += (f"; the {unplaced} observation message{'s' if unplaced > 1 else ''} present after it cannot be "
+                    f"placed in the observation stream (the length of what is missing is unknown), so "
+                    f"{'their' if unplaced > 1 else 'its'} observations are lost too")
+    count = None if lost_to is None else lost_to - lost_from
+    error = KeptError(first_fault.kind, problem, first_fault.location, first_fault.hint)
+    return Recovery(layout, runs, [LostRows(name, error, lost_from, count)])
+
+
+def _trusted(att: Attachment, k: int) -> bool:
+    return k in att.sequenced and k not in att.untrusted
+
+
+def _present_from(att: Attachment, k: int) -> bool:
+    return k in att.sequenced or k in att.untrusted or att.expected is not None and k <= att.expected
+
+
+def _next_present(att: Attachment, k: int) -> int:
+    """The first sequence number after k that the capture holds (or past the count): bounded by
+    the messages present, never by the numbers between."""
+    later = [n for n in (*att.sequenced, *att.untrusted) if n > k]
+    return min(later) if later else max(k + 1, (att.expected or 0) + 1)
+
+
+def _fault(att: Attachment, first: int, stop: int, after: Optional[PhysicalMessage]) -> KeptError:
+    """Why sequence numbers [first, stop) cannot be read: the message's damage or problem, or
+    that they are missing (one range, however long)."""
+    key = att.key_hex
+    m = att.sequenced.get(first)
+    if m is not None:
+        if m.damage is not None:
+            return m.damage.within(key, first)
+        why = att.untrusted.get(first, "has no record type")
+        return KeptError(IncompleteAttachmentError, f"sequenced message {first} {why}",
+                         m.location().within(key, first), IncompleteAttachmentError.hint)
+    where = (Location(after.source, None, after.file_end) if after is not None
+             else att.header_message.location()).within(key, first)
+    if first in att.untrusted:  # in the capture, but its segments do not join, say
+        what = f"sequenced message {first} {att.untrusted[first]}"
+    elif stop - first == 1:
+        what = f"sequenced message {first} is missing from the capture"
+    else:
+        what = f"sequenced messages {first} to {stop - 1} are missing from the capture"
+    return KeptError(IncompleteAttachmentError, what, where, IncompleteAttachmentError.hint)
 
 
 def _record_type(message: PhysicalMessage) -> Optional[int]:
