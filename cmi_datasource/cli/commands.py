@@ -13,7 +13,7 @@ import pyarrow as pa
 from rich.table import Table
 
 from ..engine import views
-from ..engine.options import DEFAULT_BATCH_ROWS
+from ..engine.options import DEFAULT_BATCH_ROWS, PERMISSIVE
 from ..explore.render import rich_table
 from .exits import EXIT_CODES_HELP, CmiGroup
 from .output import console, file_name, print_json
@@ -216,7 +216,12 @@ def head(paths: Sequence[str], dataset: str, rows: int, names: bool, mode: Optio
                     "rows": table.to_pylist()})
         return
     headers = {} if names else {name: label for name, label in labels.items() if label}
-    title = f"{dataset.upper()}: first {table.num_rows} of {planned} observations"
+    # PERMISSIVE's report rows say what was lost; they are no observations and are counted apart.
+    reported = (table.num_rows - table.column(o.corrupt_column).null_count
+                if o.mode == PERMISSIVE else 0)
+    title = f"{dataset.upper()}: first {table.num_rows - reported} of {planned} observations"
+    if reported:
+        title += f", and {reported} row{'s' if reported > 1 else ''} saying what was lost"
     console().print(rich_table(table, headers=headers, title=title))
 
 

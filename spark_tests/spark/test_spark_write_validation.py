@@ -91,6 +91,20 @@ def test_an_existing_destination_keeps_its_dump_and_gains_none(spark, tmp_path):
     assert "is beyond +-2**53" in refused(spark.createDataFrame([(2 ** 60,)], "n long"), out)  # in a task
 
 
+@pytest.mark.parametrize("mode", ["overwrite", "append"])
+def test_a_destination_that_is_a_file_is_refused_and_kept(spark, tmp_path, mode):
+    """Issue 26, finding 8: save("x.dmp") where x.dmp is a file raised a bare NotADirectoryError."""
+    existing = tmp_path / "x.dmp"
+    existing.write_bytes(b"* QLOAD a dump the user keeps\n")
+    with pytest.raises(Exception) as caught:
+        spark.createDataFrame([(1.0,)], "x double").write.format("cmi").mode(mode).save(str(existing))
+    text = str(caught.value)
+    assert "cmi_datasource.errors.CmiOptionError: " in text and f"the path {existing} is a file" in text
+    assert "NotADirectoryError" not in text
+    assert existing.read_bytes() == b"* QLOAD a dump the user keeps\n"
+    assert sorted(os.listdir(tmp_path)) == ["x.dmp"]
+
+
 def test_valid_var_name_any_writes_name_literals_that_read_back_exactly(spark, tmp_path):
     out = tmp_path / "out"
     schema = StructType([StructField("my col", DoubleType()), StructField(" lead", StringType()),
