@@ -3,8 +3,9 @@
 ``cmi ls``, ``contents``, ``head``, ``messages`` and ``extract`` read the capture in this process
 through the engine's views, exactly as ``spark.read.format("cmi")`` does (same option names,
 same tables, same errors) but without starting a JVM; only ``cmi convert`` starts a local Spark
-session (it alone imports pyspark). ``cmi --help`` and each command's ``--help`` give examples
-on the bundled ``sample_queues/``.
+session (it alone imports pyspark). ``cmi cache info`` and ``cmi cache clear`` show and empty
+the disk cache of message indexes and plans (``cache.py``). ``cmi --help`` and each command's
+``--help`` give examples on the bundled ``sample_queues/``.
 
 Exit codes, for scripts:
 
@@ -22,7 +23,7 @@ traceback. Any other exception is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
-from . import convert, extract  # noqa: F401  (each adds its command to the group)
+from . import caches, convert, extract  # noqa: F401  (each adds its command to the group)
 from .commands import cli
 
 

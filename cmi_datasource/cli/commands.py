@@ -12,12 +12,11 @@ import click
 import pyarrow as pa
 from rich.table import Table
 
-from ..engine import views
 from ..engine.options import DEFAULT_BATCH_ROWS, PERMISSIVE
 from ..explore.render import rich_table
 from .exits import EXIT_CODES_HELP, CmiGroup
 from .output import console, file_name, print_json
-from .reading import first_rows, option_pairs, read_options, view_batches, view_table
+from .reading import first_rows, option_pairs, read_options, view_batches, view_of, view_table
 
 MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")
 
@@ -38,6 +37,7 @@ Examples:
   cmi extract sample_queues/nightly_batch.dmp out/ --datasets csv
   cmi convert sample_queues/nightly_batch.dmp FIN.DAILY_SALES sales.parquet --to parquet
   cmi ls sample_queues/ --json | jq '.attachments[].name'
+  cmi cache info
 
 {EXIT_CODES_HELP}"""
 
@@ -144,7 +144,7 @@ def contents(arguments: Sequence[str], options: Sequence[str], as_json: bool) ->
     else:
         # The attachments a read of this data set would return, as the dataset view chooses them.
         o = read_options(paths, given, view="dataset", dataset=dataset)
-        keys = {getattr(part, "key_hex", None) for part in views.view(o.view).plan(o)}
+        keys = {getattr(part, "key_hex", None) for part in view_of(o).plan(o)}
         chosen = [a for a in attachments if a["attachment"] in keys]
     described = [dict(data_set_facts(a), variables=[
         {k: v for k, v in row.items() if k not in ("dataset", "attachment")}
@@ -296,7 +296,7 @@ def messages(paths: Sequence[str], wanted: Optional[str], rows: Optional[int], o
 
 def resolved_sources(o) -> List[str]:
     """The capture files of the load (the messages view plans one partition per file)."""
-    return list(views.view(o.view).plan(o))
+    return list(view_of(o).plan(o))
 
 
 def attachment_keys(wanted: str, names: Dict[str, str]) -> set:

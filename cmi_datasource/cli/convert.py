@@ -11,11 +11,10 @@ from typing import Optional, Sequence
 
 import click
 
-from ..engine import views
 from .commands import _examples, cli, mode_setting, option_setting, paths_argument
 from .exits import OUTPUT, Failure
 from .output import console
-from .reading import option_pairs, read_options
+from .reading import option_pairs, read_options, view_of
 
 TARGETS = ("parquet", "csv")
 
@@ -44,7 +43,7 @@ def convert(paths: Sequence[str], dataset: str, out: str, target: str, overwrite
     # and the data set's choice and definitions, planned as Spark's planning will (the capture's
     # message index is cached on disk, so Spark's planning reads it again for free).
     o = read_options(paths, given, view="dataset", dataset=dataset, mode=mode)
-    views.view(o.view).schema(o)
+    view_of(o).schema(o)
     check_destination(out, overwrite)
     status = console(stderr=True).status(f"converting {dataset} to {target} with Spark ...")
     if status.console.is_terminal:

@@ -17,7 +17,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from ..engine import views
 from ..engine.options import FAILFAST, PERMISSIVE, ReadOptions
 from ..errors import CmiFormatError
 from ..explore.render import rich_table
@@ -25,7 +24,7 @@ from ..safe_paths import open_new_file, write_new_file
 from .commands import _examples, cli, json_flag, mode_setting, option_setting, paths_argument
 from .exits import DAMAGED, Failure, writing
 from .output import console, print_json, warn
-from .reading import option_pairs, read_options, view_table
+from .reading import option_pairs, read_options, view_of, view_table
 
 DATASET_FORMATS = ("parquet", "csv", "none")
 FILE_KINDS = ("text", "binary")
@@ -106,7 +105,7 @@ def file_rows(paths: Sequence[str], given: Dict[str, str], mode: str) -> Dict[st
     if mode == FAILFAST:
         failfast = read_options(paths, given, view="files", mode=FAILFAST)
         try:
-            views.view("files").plan(failfast)
+            view_of(failfast).plan(failfast)
         except CmiFormatError as e:
             if e.attachment is None:  # it may have held any attachment: nothing can be trusted
                 raise
@@ -128,7 +127,7 @@ def write_file(extraction: Extraction, attachment: Dict[str, Any], row: Optional
 def write_dataset(extraction: Extraction, attachment: Dict[str, Any], o: ReadOptions, file_format: str,
                   progress: Progress) -> None:
     """The dataset view of one attachment, streamed batch by batch into a new file."""
-    dataset = views.view(o.view)
+    dataset = view_of(o)
     try:
         schema = dataset.schema(o)
         plan = dataset.plan(o)

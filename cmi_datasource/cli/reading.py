@@ -9,6 +9,7 @@ from typing import Iterator, Mapping, Optional, Sequence, Tuple
 import click
 import pyarrow as pa
 
+from .. import cache
 from ..engine import views
 from ..engine.options import ReadOptions
 
@@ -29,23 +30,39 @@ def read_options(paths: Sequence[str], given: Mapping[str, str], **fixed: Option
     return ReadOptions.parse(options)
 
 
+def view_of(o: ReadOptions) -> views.View:
+    """The view ``o`` names, each of its steps run with the disk cache ``o`` chooses (option
+    cacheDir), as Spark's planning uses it."""
+    chosen = views.view(o.view)
+    if o.cache_dir is None:
+        return chosen
+
+    def with_cache(step):
+        def run(*args):
+            with cache.chosen(o.cache_dir):
+                return step(*args)
+        return run
+    return views.View(chosen.name, with_cache(chosen.schema), with_cache(chosen.plan),
+                      lambda part, options: cache.within(o.cache_dir, lambda: chosen.read(part, options)))
+
+
 def view_batches(o: ReadOptions) -> Iterator[pa.RecordBatch]:
     """The view's batches, partition after partition, as Spark's tasks would read them; lazy,
     so a caller that stops early decodes no further."""
-    chosen = views.view(o.view)
+    chosen = view_of(o)
     for part in chosen.plan(o):
         yield from chosen.read(part, o)
 
 
 def view_table(o: ReadOptions) -> pa.Table:
     """The whole view as one table (listings: attachments, variables, files)."""
-    return pa.Table.from_batches(list(view_batches(o)), schema=views.view(o.view).schema(o))
+    return pa.Table.from_batches(list(view_batches(o)), schema=view_of(o).schema(o))
 
 
 def first_rows(o: ReadOptions, limit: int) -> Tuple[pa.Table, int]:
     """The first ``limit`` rows of a view, decoding only the batches that hold them, and how many
     rows the plan holds in all (the dataset view's slices know their rows; other parts count 0)."""
-    chosen = views.view(o.view)
+    chosen = view_of(o)
     schema = chosen.schema(o)
     plan = chosen.plan(o)
     planned = sum(getattr(part, "last_row", 0) - getattr(part, "first_row", 0) for part in plan)

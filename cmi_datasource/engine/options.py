@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import re
 from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
 
+from .. import cache
 from ..charsets import CCSID_CODECS, CharsetPolicy
 from ..encoding import ENCODING_BIG_ENDIAN, ENCODING_LITTLE_ENDIAN, ENCODING_ZOS
 from .. import transports
@@ -31,7 +31,7 @@ DEFAULT_MAX_PARTITION_BYTES = 128 << 20
 # (CREATE TABLE ... USING cmi) adds "owner", "provider" and, with LOCATION, "location" (its path).
 _SPARK_KEYS = ("path", "paths", "owner", "provider", "location")
 READ_OPTIONS = ("format", "view", "dataset", "attachment", "mode", "columnNameOfCorruptRecord", "ccsid",
-                "defaultCcsid", "temporalTypes", "batchRows", "maxPartitionBytes", "minPartitions")
+                "defaultCcsid", "temporalTypes", "batchRows", "maxPartitionBytes", "minPartitions", "cacheDir")
 # What a read does about damage, as Spark's file sources name it (README "Damaged captures"):
 # FAILFAST raises, PERMISSIVE adds a row per damaged stretch, DROPMALFORMED keeps trusted rows only.
 FAILFAST, PERMISSIVE, DROPMALFORMED = "failfast", "permissive", "dropmalformed"
@@ -126,6 +126,9 @@ class ReadOptions:
     mode: str = FAILFAST
     corrupt_column: str = CORRUPT_RECORD  # PERMISSIVE's column saying what was lost and where
     transport_options: Tuple[Tuple[str, str], ...] = ()  # "<transport>.<name>" options, e.g. sapdb.port
+    # Option cacheDir (cache.setting_of: an absolute directory or cache.OFF); None: not given, the
+    # environment variable CMI_DATASOURCE_CACHE or the default decides (cache.py).
+    cache_dir: Optional[str] = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
@@ -164,7 +167,18 @@ class ReadOptions:
                    min_partitions=_int(options, "minpartitions", os.cpu_count() or 1),
                    mode=_choice(options, "mode", FAILFAST, READ_MODES),
                    corrupt_column=_corrupt_column(options),
-                   transport_options=tuple(sorted((k, str(v)) for k, v in options.items() if "." in k)))
+                   transport_options=tuple(sorted((k, str(v)) for k, v in options.items() if "." in k)),
+                   cache_dir=_cache_dir(options))
+
+
+def _cache_dir(options: Mapping[str, str]) -> Optional[str]:
+    given = options.get("cachedir")
+    if given is None:
+        return None
+    try:
+        return cache.setting_of(given, "option cacheDir")
+    except ValueError as e:
+        raise CmiOptionError(str(e)) from None
 
 
 def _corrupt_column(options: Mapping[str, str]) -> str:
@@ -221,8 +235,9 @@ class SaveOptions:
                 raise CmiOptionError(f"option {key} goes with option('transport', '{key.split('.', 1)[0]}')")
         write_format = transports.write_format(transport).name
         if not directory and transports.write_format(transport).transport.sends_live(dict(transport_options)):
-            # Sent live, nothing is written; the tasks' spills still need a place the commit can read.
-            directory = os.path.join(tempfile.gettempdir(), "cmi-datasource-send")
+            # Sent live, nothing is written; the tasks' spills still need a place the commit can read,
+            # and one nobody else can plant or read (not a fixed name in the shared temp dir).
+            directory = cache.private_temp_directory("send")
         if not directory:
             raise CmiOptionError("no destination: df.write.format('cmi').mode('append').save('<directory>')")
         directory = local_path(directory)  # file: URIs; other URIs are kept (storage.py)

@@ -5,9 +5,10 @@ Spark plans a read of a Python data source in separate Python workers: one gives
 again and lists the partitions when a job is planned. Each would open the capture again (file
 identities, message indexes, assembly, layouts): 4.5 s for a queue export of 10,000 small dumps,
 against 1.3 s to load the kept plan. So the first worker plans the partitions with the schema,
-and both are kept in memory and in the index's disk cache, under everything they depend on: the
-package's version and code, every read option, and the identity of every file of the load (a
-new, removed or changed file is a new key).
+and both are kept in memory and in the disk cache (``cache.py``), under everything they depend
+on: the package's version and code, every read option, and the identity of every file of the
+load (a new, removed or changed file is a new key). Planning uses the disk cache the read's
+option cacheDir chooses.
 """
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from typing import Any, Optional, Tuple
 
 import pyarrow as pa
 
-from .. import __version__
+from .. import cache
 from ..errors import CmiError
 from .capture import held_open
-from .index import cache_file_of, code_fingerprint, file_key, load_cached, store_cached
+from .index import file_key
 from .memo import KeptInMemory
 from .options import ReadOptions
 from .paths import resolve_paths
@@ -38,22 +39,21 @@ _MEMORY: KeptInMemory[Planned] = KeptInMemory(8)
 
 
 def _key(o: ReadOptions) -> tuple:
-    return ("plan", PLAN_FORMAT, __version__, code_fingerprint(), repr(o),
-            tuple(file_key(f) for f in resolve_paths(o.paths)))
+    return ("plan", PLAN_FORMAT, repr(o), tuple(file_key(f) for f in resolve_paths(o.paths)))
 
 
 def _kept(key: tuple) -> Optional[Planned]:
     found = _MEMORY.get(key)
     if found is None:
-        found = load_cached(cache_file_of(key))
-        if not isinstance(found, Planned):
+        found = cache.load(key, Planned)
+        if found is None:
             return None
         _MEMORY.put(key, found)
     return found
 
 
 def _keep(key: tuple, found: Planned) -> Planned:
-    store_cached(cache_file_of(key), found)
+    cache.store(key, found)
     return _MEMORY.put(key, found)
 
 
@@ -71,17 +71,18 @@ def partitions(o: ReadOptions) -> Tuple[Any, ...]:
 def _planned(o: ReadOptions, plan_errors_later: bool) -> Planned:
     """The kept plan of the load, or a new one (kept); with ``plan_errors_later``, a plan that
     fails gives the schema alone (parts None), kept nowhere."""
-    key = _key(o)
-    found = _kept(key)
-    if found is not None:
-        return found
-    chosen = view(o.view)
-    with held_open():
-        arrow = chosen.schema(o)
-        try:
-            parts = tuple(chosen.plan(o))
-        except CmiError:
-            if plan_errors_later:
-                return Planned(arrow, None)
-            raise
-    return _keep(key, Planned(arrow, parts))
+    with cache.chosen(o.cache_dir):
+        key = _key(o)
+        found = _kept(key)
+        if found is not None:
+            return found
+        chosen = view(o.view)
+        with held_open():
+            arrow = chosen.schema(o)
+            try:
+                parts = tuple(chosen.plan(o))
+            except CmiError:
+                if plan_errors_later:
+                    return Planned(arrow, None)
+                raise
+        return _keep(key, Planned(arrow, parts))

@@ -16,6 +16,16 @@ import tempfile
 import time
 
 
+def cache_report() -> dict:
+    """Where this process's disk cache is (cmi_datasource.cache: CMI_DATASOURCE_CACHE, set per
+    node by the test) and the entries in it."""
+    from cmi_datasource import cache
+    directory = cache.location().directories[0]
+    entries = sorted(n for n in os.listdir(directory) if n.endswith(cache.ENTRY_SUFFIX)) \
+        if os.path.isdir(directory) else []
+    return {"directory": directory, "entries": entries}
+
+
 def reporting_source(reports: str):
     """``CmiDataSource`` under the name ``cmi_probe``, whose reader, in the executor's Python worker
     that reads each partition, writes what that worker runs with as JSON under ``reports`` (a
@@ -38,13 +48,12 @@ def reporting_source(reports: str):
                 count += batch.num_rows
                 yield batch
             tmp = tempfile.gettempdir()
-            index_dir = os.path.join(tmp, "cmi-datasource-index")
             package = os.path.dirname(cmi_datasource.__file__)
             context = TaskContext.get()
             report = {
                 "partition": context.partitionId() if context else None, "rows": count, "pid": os.getpid(),
                 "cwd": os.getcwd(), "tmp": tmp, "cmi_file": cmi_datasource.__file__,
-                "index_files": sorted(os.listdir(index_dir)) if os.path.isdir(index_dir) else [],
+                "cache": cache_report(),
                 "executable": sys.executable, "pythonpath": os.environ.get("PYTHONPATH", ""), "sys_path": sys.path,
                 "packages_on_path": [p for p in sys.path if os.path.isdir(os.path.join(p or ".", "cmi_datasource"))],
                 "numba_cached": len(glob.glob(os.path.join(package, "**", "__pycache__", "*.nbi"), recursive=True))}
@@ -136,8 +145,7 @@ def main(config_path: str) -> None:
     lap("attachments_view")
     dataset.write.format("cmi").mode("append").option("dataset", "WORK.CLUSTER").save(config["write_to"])
     lap("write")
-    index_dir = os.path.join(tempfile.gettempdir(), "cmi-datasource-index")
-    result["driver"]["index_files"] = sorted(os.listdir(index_dir)) if os.path.isdir(index_dir) else []
+    result["driver"]["cache"] = cache_report()
     spark.stop()
     lap("stop")
     with open(config["result"], "w") as f:

@@ -10,8 +10,9 @@ Everything here is started by the tests and stopped by them, failures included:
   so numba caches the compiled kernels in ``__pycache__`` beside the installed modules.
 - ``StandaloneCluster``: a master and workers started with Spark's own launcher
   (``bin/spark-class ...Master`` / ``...Worker``) of the pip-installed pyspark, on free 127.0.0.1
-  ports, each worker with its own work dir, ``SPARK_LOCAL_DIRS`` and ``TMPDIR`` (so its
-  executors' Python workers write their temporary files, the message index cache included, there).
+  ports, each worker with its own work dir, ``SPARK_LOCAL_DIRS``, ``TMPDIR`` (so its executors'
+  Python workers write their temporary files there) and disk cache (``CMI_DATASOURCE_CACHE``: the
+  nodes share this machine's home, where the cache would otherwise be).
 
 Every process gets the environment variable ``CMI_CLUSTER_TEST=<token>``, which their children
 (executors, Python daemons, which start process groups of their own) inherit: ``stop`` kills the
@@ -173,6 +174,10 @@ class Worker:
     def local_dir(self) -> Path:  # SPARK_LOCAL_DIRS: shuffle and block files
         return self.directory / "local"
 
+    @property
+    def cache_dir(self) -> Path:  # CMI_DATASOURCE_CACHE: message indexes and plans (made by the cache)
+        return self.directory / "cmi-cache"
+
 
 @dataclass
 class StandaloneCluster:
@@ -224,7 +229,8 @@ class StandaloneCluster:
             self._launch(w.name, ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                                   "--cores", str(cores), "--memory", memory, "--webui-port", str(w.ui_port),
                                   "--work-dir", str(w.work_dir), self.master_url],
-                         self.env(TMPDIR=str(w.tmp_dir), SPARK_LOCAL_DIRS=str(w.local_dir)))
+                         self.env(TMPDIR=str(w.tmp_dir), SPARK_LOCAL_DIRS=str(w.local_dir),
+                                  CMI_DATASOURCE_CACHE=str(w.cache_dir)))
         self.wait_for(lambda s: s is not None and s.get("aliveworkers", 0) >= workers, timeout,
                       f"{workers} workers alive at the master")
         return self

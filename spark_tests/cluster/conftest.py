@@ -105,7 +105,7 @@ def cluster_run(standalone_cluster, executor_python, cluster_capture, tmp_path_f
     env = standalone_cluster.env(
         PYSPARK_PYTHON=str(executor_python),  # the executors' Python: cmi_datasource from the wheel
         SPARK_CONF_DIR=str(harness.ROOT / "conf"),  # the suite's quiet logging (spark.master is set)
-        TMPDIR=str(driver_tmp))
+        TMPDIR=str(driver_tmp), CMI_DATASOURCE_CACHE=str(base / "cmi-cache"))
     started = time.monotonic()
     try:
         result = harness.run_driver(HERE / "cluster_driver.py", config, env, base / "driver.log", timeout=300)

@@ -103,12 +103,14 @@ def test_executors_use_their_own_temporary_directories(cluster_run, standalone_c
         assert Path(r["tmp"]) == workers[worker_of(r["cwd"], standalone_cluster)].tmp_dir, r
     for worker in workers.values():
         assert not under(str(worker.tmp_dir), driver_tmp) and not under(str(driver_tmp), worker.tmp_dir)
-    # Planning kept its plans in the driver's temp dir. Executors get all they read in their
+    # Planning kept its plans in the driver's disk cache. Executors get all they read in their
     # partitions (the attachments view's table too): none opens the capture, so none indexes it.
-    assert cluster_run["driver"]["index_files"]
+    assert cluster_run["driver"]["cache"]["entries"]
+    for r in cluster_run["reads"]:
+        assert r["cache"]["directory"] == str(workers[worker_of(r["cwd"], standalone_cluster)].cache_dir), r
     for worker in workers.values():
-        kept = worker.tmp_dir / "cmi-datasource-index"
-        assert not kept.is_dir() or not os.listdir(kept), sorted(os.listdir(kept))
+        kept = worker.cache_dir
+        assert not kept.is_dir() or not [n for n in os.listdir(kept) if n.endswith(".entry")], sorted(os.listdir(kept))
 
 
 def test_write_from_the_cluster_reads_back(cluster_run):

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, cache
 from cmi_datasource.engine import index
 from cmi_datasource.transports.mq.dmpmqmsg import read_dump, write_dump
 from cmi_datasource.engine.decode import slice_batches
@@ -52,7 +52,7 @@ def test_partition_target_follows_spark_file_sources():
 
 
 def test_index_is_built_once_per_file_version(tmp_path, monkeypatch):
-    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
     monkeypatch.setattr(index, "DISK_CACHED_FILE_BYTES", 0)
     path = tmp_path / "q.dmp"
     with open(path, "wb") as f:
@@ -77,6 +77,11 @@ def test_dump_read_in_chunks_is_the_same(big_dump, chunk):
     assert list(read_dump(big_dump, chunk_bytes=chunk * 10)) == whole
 
 
+def entries(directory) -> list:
+    """The cache's entries in ``directory`` (beside them: its key)."""
+    return [name for name in os.listdir(directory) if name.endswith(cache.ENTRY_SUFFIX)]
+
+
 def _index_three_dumps(tmp_path) -> list:
     """Index three small dumps, their cache files written in order q0, q1, q2; their names."""
     names = []
@@ -85,7 +90,7 @@ def _index_three_dumps(tmp_path) -> list:
         with open(path, "wb") as f:
             write_dump(f, build_mq_messages([DatasetToWrite(TABLE.slice(0, 5), "LIB", f"S{n}")]))
         index.indexed(str(path), DMPMQMSG)
-        cache_file = index.cache_file_of(index.index_key(str(path), DMPMQMSG))
+        cache_file = tmp_path / "cache" / cache.entry_name(index.index_key(str(path), DMPMQMSG))
         os.utime(cache_file, (n + 1, n + 1))
         names.append(os.path.basename(cache_file))
     return names
@@ -93,9 +98,9 @@ def _index_three_dumps(tmp_path) -> list:
 
 @pytest.fixture
 def pruned_every_store(tmp_path, monkeypatch):
-    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(index, "STORES_PER_PRUNE", 1)
-    monkeypatch.setattr(index, "_stores_since_prune", 0)
+    monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "STORES_PER_PRUNE", 1)
+    monkeypatch.setattr(cache, "_stores_since_prune", 0)
     monkeypatch.setattr(index, "DISK_CACHED_FILE_BYTES", 0)
     index._MEMORY.clear()
     yield
@@ -103,30 +108,30 @@ def pruned_every_store(tmp_path, monkeypatch):
 
 
 def test_index_cache_keeps_only_the_newest_files(tmp_path, monkeypatch, pruned_every_store):
-    monkeypatch.setattr(index, "CACHE_FILES_KEPT", 2)
+    monkeypatch.setattr(cache, "CACHE_FILES_KEPT", 2)
     q0, q1, q2 = _index_three_dumps(tmp_path)
-    assert sorted(os.listdir(tmp_path / "cache")) == sorted([q1, q2])
+    assert sorted(entries(tmp_path / "cache")) == sorted([q1, q2])
 
 
 def test_index_cache_keeps_within_its_bytes(tmp_path, monkeypatch, pruned_every_store):
     # Room for two of the three indexes: the oldest goes.
     q0, q1, q2 = _index_three_dumps(tmp_path)
     sizes = {n: os.path.getsize(tmp_path / "cache" / n) for n in (q0, q1, q2)}
-    monkeypatch.setattr(index, "CACHE_BYTES_KEPT", sizes[q1] + sizes[q2])
-    index._prune()
-    assert sorted(os.listdir(tmp_path / "cache")) == sorted([q1, q2])
+    monkeypatch.setattr(cache, "CACHE_BYTES_KEPT", sizes[q1] + sizes[q2])
+    cache.prune()
+    assert sorted(entries(tmp_path / "cache")) == sorted([q1, q2])
 
 
 def test_index_cache_prunes_once_per_many_stores(tmp_path, monkeypatch, pruned_every_store):
     # Pruning stats the whole cache: a load of thousands of small dumps must not do it per file.
-    monkeypatch.setattr(index, "STORES_PER_PRUNE", 3)
-    monkeypatch.setattr(index, "CACHE_FILES_KEPT", 1)
+    monkeypatch.setattr(cache, "STORES_PER_PRUNE", 3)
+    monkeypatch.setattr(cache, "CACHE_FILES_KEPT", 1)
     pruned = []
-    real_prune = index._prune
-    monkeypatch.setattr(index, "_prune", lambda: pruned.append(1) or real_prune())
+    real_prune = cache._prune
+    monkeypatch.setattr(cache, "_prune", lambda directory: pruned.append(1) or real_prune(directory))
     _index_three_dumps(tmp_path)
     assert len(pruned) == 1
-    assert len(os.listdir(tmp_path / "cache")) == 1
+    assert len(entries(tmp_path / "cache")) == 1
 
 
 def test_a_capture_is_freed_by_reference_counting_alone(samples_dir, monkeypatch):
@@ -156,7 +161,7 @@ def test_a_capture_is_freed_by_reference_counting_alone(samples_dir, monkeypatch
 
 def test_only_large_files_have_their_index_on_disk(tmp_path, monkeypatch):
     # A small dump is rescanned faster than its index is written and read back.
-    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
     path = tmp_path / "q.dmp"
     with open(path, "wb") as f:
         write_dump(f, build_mq_messages([DatasetToWrite(TABLE.slice(0, 10), "LIB", "SMALL")]))
@@ -168,8 +173,7 @@ def test_only_large_files_have_their_index_on_disk(tmp_path, monkeypatch):
     index._MEMORY.clear()
     monkeypatch.setattr(index, "DISK_CACHED_FILE_BYTES", size)
     index.indexed(str(path), DMPMQMSG)
-    assert os.listdir(tmp_path / "cache") == [os.path.basename(index.cache_file_of(index.index_key(str(path),
-                                                                                                   DMPMQMSG)))]
+    assert entries(tmp_path / "cache") == [cache.entry_name(index.index_key(str(path), DMPMQMSG))]
     index._MEMORY.clear()
 
 
@@ -208,17 +212,17 @@ def test_cached_indexes_and_plans_belong_to_the_code_that_made_them(monkeypatch)
     # An upgrade, or an edit to the checkout a worker imports, must not be handed pickles of
     # older classes: the cache keys hold a fingerprint of the package's modules.
     import cmi_datasource.engine.plan as a_module
-    before = index.code_fingerprint()
-    assert index.code_fingerprint() == before  # computed once per process
+    before = cache.code_fingerprint()
+    assert cache.code_fingerprint() == before  # computed once per process
     stat = os.stat(a_module.__file__)
-    monkeypatch.setattr(index, "_CODE_FINGERPRINT", None)
+    monkeypatch.setattr(cache, "_CODE_FINGERPRINT", None)
     try:
         os.utime(a_module.__file__, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
-        assert index.code_fingerprint() != before
+        assert cache.code_fingerprint() != before
     finally:
         os.utime(a_module.__file__, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    monkeypatch.setattr(index, "_CODE_FINGERPRINT", None)
-    assert index.code_fingerprint() == before
+    monkeypatch.setattr(cache, "_CODE_FINGERPRINT", None)
+    assert cache.code_fingerprint() == before
 
 
 def test_where_only_an_mtime_is_known_the_ends_of_the_file_tell_a_rewrite(tmp_path, monkeypatch):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from cmi_datasource import cache
 from cmi_datasource.arrow.batches import coalesced
-from cmi_datasource.engine import index, planned, views
+from cmi_datasource.engine import planned, views
 from cmi_datasource.engine.options import ReadOptions
 from cmi_datasource.engine.plan import SLICE_OPEN_COST_BYTES, SlicePack, pack_slices, slice_bytes
 from cmi_datasource.engine.views import view
@@ -78,7 +79,7 @@ def test_coalesced_joins_small_batches_and_passes_large_ones():
 
 
 def test_the_next_planning_worker_gets_the_kept_plan(queue_export, tmp_path, monkeypatch):
-    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
     o = ReadOptions.parse({"path": queue_export, "minpartitions": "2"})
     schema = planned.schema(o)
     parts = planned.partitions(o)
@@ -91,7 +92,7 @@ def test_the_next_planning_worker_gets_the_kept_plan(queue_export, tmp_path, mon
     assert planned.schema(o).equals(schema) and planned.partitions(o) == parts
     # A file added to the directory is a new load: planned again.
     monkeypatch.undo()
-    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
     with open(f"{queue_export}/export-999.dmp", "wb") as out:
         write_attachments_dump(out, [DatasetToWrite(TABLE.slice(0, ROWS_PER_FILE), "QUEUE", "ORDERS")],
                                options=WriteOptions(deterministic_seed="late"))
@@ -100,7 +101,7 @@ def test_the_next_planning_worker_gets_the_kept_plan(queue_export, tmp_path, mon
 
 def test_a_plan_that_fails_is_not_kept_and_fails_where_spark_plans(queue_export, tmp_path, monkeypatch):
     from cmi_datasource.errors import CmiFormatError
-    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
     o = ReadOptions.parse({"path": queue_export, "dataset": "QUEUE.ORDERS"})
 
     def failing_plan(_):
@@ -118,7 +119,7 @@ def test_one_planning_step_opens_a_heavy_load_once(queue_export, tmp_path, monke
     # while its schema and partitions are planned.
     from cmi_datasource.engine import capture
     from cmi_datasource.engine.memo import KeptInMemory
-    monkeypatch.setattr(index, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
     monkeypatch.setattr(capture, "_OPEN", KeptInMemory(4, 1, lambda c: len(c.messages)))
     opened = []
     real_open = capture.Capture.open
