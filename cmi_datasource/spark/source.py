@@ -70,6 +70,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
+from .. import cache
 from ..engine import planned
 from ..engine.options import ReadOptions, SaveOptions
 from ..engine.views import view
@@ -157,7 +158,9 @@ class CmiReader(DataSourceReader):
 
     @reported
     def read(self, partition: CmiPartition) -> Iterator[pa.RecordBatch]:
-        for batch in view(partition.view_name).read(partition.value, self.options):
+        # A view that opens its capture here (messages, say) uses the disk cache the read chose.
+        for batch in cache.within(self.options.cache_dir,
+                                  lambda: view(partition.view_name).read(partition.value, self.options)):
             # Spark compares the batch schema with its own exactly (types, order, nullability).
             yield pa.RecordBatch.from_arrays(batch.columns, schema=self.arrow_schema)
         _settle_worker()
