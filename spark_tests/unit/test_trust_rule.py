@@ -212,3 +212,29 @@ def test_declared_counts_and_sequence_numbers_cost_nothing(tmp_path, damage):
     if what == "sequence":
         [text] = texts
         assert "is missing from the capture" in text and "cannot be placed" in text, text
+
+
+@pytest.mark.parametrize("field, value", [("nobs", ROWS + 1), ("nobs", ROWS - 1), ("obs_length", OBS_LENGTH + 1)])
+def test_a_whole_stream_that_does_not_fit_its_definition_gives_no_row(tmp_path, field, value):
+    """Every message is there but the dataset definition disagrees with the stream (one byte of
+    its declared count or observation length changed): which one is wrong cannot be told, and
+    observations cut at another length would be made up. No row is returned; the report says why."""
+    from cmi_datasource.errors import DatasetLayoutError
+
+    enc = Encoder()
+    msgs, _ = attachment("three", False, 546)
+    definition = next(i for i, m in enumerate(msgs) if m.correlid == KEY + (1).to_bytes(4, "big") + bytes(4))
+    m = msgs[definition]
+    declared = enc.long(ROWS) + enc.long(len(VARIABLES)) + enc.long(OBS_LENGTH)
+    at = m.payload.index(declared)
+    changed = (enc.long(value) + declared[4:] if field == "nobs" else declared[:8] + enc.long(value))
+    msgs[definition] = Message(m.msgtype, m.correlid, m.payload[:at] + changed + m.payload[at + 12:], m.encoding,
+                               m.ccsid, m.msgid)
+    path = write(tmp_path, dump_text(msgs))
+    with pytest.raises(DatasetLayoutError):
+        read(path, "FAILFAST")
+    permissive = read(path, "PERMISSIVE")
+    assert data_rows(permissive) == []
+    [text] = reports(permissive)
+    assert "the definitions do not describe them" in text, text
+    assert data_rows(read(path, "DROPMALFORMED")) == []
