@@ -15,20 +15,31 @@ SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py
 
 # A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
 # pyspark_* modules on sys.path, which an editable install's import hook would hide.
+# The demo needs the package alone; the tests add their extras (moto, atheris, Jupyter: 1.7 GB).
+DEMO_STAMP := $(VENV)/.installed-demo
+$(DEMO_STAMP): $(SOURCES)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet .
+	touch $(DEMO_STAMP)
+
 $(STAMP): $(SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet ".[test]"
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
 check-java:
 	@command -v java >/dev/null 2>&1 || { echo "Java is missing: Spark needs Java 17 (e.g. apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@java -version 2>&1 | grep -Eq 'version "(17|21)' || { echo "Java 17 is required, found: $$(java -version 2>&1 | head -1)"; exit 1; }
 
-demo: $(STAMP) check-java
+demo: $(DEMO_STAMP) check-java
 	$(PY) scripts/demo.py
 
+# The MQTT tests run a real broker and capture its traffic: scripts/test_tools.sh installs Debian's
+# mosquitto, mosquitto-clients and tcpdump when they are missing.
 test: $(STAMP) check-java
+	bash scripts/test_tools.sh
 	$(PY) -m pytest -q
 
 # Every performance target of issue 18 in one run (half an hour or more on 2 cores); writes bench/results.md.

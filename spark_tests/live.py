@@ -1,5 +1,5 @@
 """A real MQTT broker and a real capture for the tests: mosquitto on a free loopback port, tcpdump
-capturing loopback. `.ci/run` installs Debian's mosquitto, mosquitto-clients and tcpdump when they
+capturing loopback. `make test` (scripts/test_tools.sh) installs Debian's mosquitto, mosquitto-clients and tcpdump when they
 are missing; the fixtures fail without them, and skip (saying why) only where the machine does not
 permit capturing."""
 from __future__ import annotations
@@ -32,8 +32,8 @@ def wait_for(condition, seconds: float, what: str) -> None:
 def broker(tmp_path):
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
-        pytest.fail(f"{', '.join(missing)} missing: .ci/run installs them (apt-get install -y mosquitto "
-                    f"mosquitto-clients tcpdump)")
+        pytest.fail(f"{', '.join(missing)} missing: make test installs them (scripts/test_tools.sh; "
+                    f"or apt-get install -y mosquitto mosquitto-clients tcpdump)")
     port = free_port()
     config = tmp_path / "mosquitto.conf"
     config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
@@ -89,6 +89,6 @@ def capture_file(tmp_path, broker):
 def loopback_capture(tmp_path):
     """``start(port)``: tcpdump capturing loopback traffic of ``port``, as (pcap path, stop)."""
     if shutil.which("tcpdump") is None:
-        pytest.fail("tcpdump missing: .ci/run installs it (apt-get install -y tcpdump)")
+        pytest.fail("tcpdump missing: make test installs it (scripts/test_tools.sh; or apt-get install -y tcpdump)")
     with contextlib.ExitStack() as captures:
         yield lambda port: captures.enter_context(tcpdump_on(tmp_path, port))
