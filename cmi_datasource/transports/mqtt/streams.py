@@ -42,7 +42,7 @@ class MqttDetails:
     packet_id: Optional[int] = None
     topic: Optional[str] = None
     client_id: Optional[str] = None
-    version: Optional[str] = None  # of the connection, from its CONNECT
+    version: Optional[str] = None  # of the connection: its CONNECT's, or what its other packets tell (Session)
     properties: Tuple[str, ...] = ()  # MQTT 5 properties as "name=value", in the order sent
     raw: bool = False  # a PUBLISH re-read without its connection's protocol level
     mq: Any = None  # an MQMD-prefixed payload's MQ record (transports.mq.message.MqDetails)
