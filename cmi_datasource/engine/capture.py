@@ -88,14 +88,17 @@ class Capture:
 
     @classmethod
     def open(cls, paths: Iterable[str], charsets: CharsetPolicy = CharsetPolicy(),
-             use_index_cache: bool = True, format: Optional[str] = None) -> "Capture":
+             use_index_cache: bool = True, format: Optional[str] = None,
+             options: Iterable[Tuple[str, str]] = ()) -> "Capture":
         """The capture files under ``paths``, through their cached message indexes; ``format``
-        names the capture format of every file instead of recognising each by its first bytes."""
+        names the capture format of every file instead of recognising each by its first bytes;
+        ``options``: the load's "<transport>.<name>" options, for the formats that read them."""
         if isinstance(paths, str):
             paths = [paths]
         files = resolve_paths(paths)
+        given = dict(options)
         chosen: Dict[str, CaptureFormat] = {
-            f: capture_format(format) if format else detect_format(f) for f in files}
+            f: (capture_format(format) if format else detect_format(f)).configured(given) for f in files}
         messages = [m for f in files for m in _messages_of(f, chosen[f], use_index_cache, named=bool(format))]
         formats = {f: chosen[f].name for f in files}
         logical, unjoined = logical_messages(messages, formats)
@@ -314,15 +317,16 @@ def held_open() -> Iterator[None]:
         _HELD = outer
 
 
-def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[str] = None) -> Capture:
+def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[str] = None,
+                options: Tuple[Tuple[str, str], ...] = ()) -> Capture:
     """``Capture.open``, reused within one process (a Spark Python worker plans and reads many
     times). The key holds each file's identity (size, mtime, a CRC of its ends), so a changed
     file is read again."""
     files = resolve_paths(paths)
-    key = (tuple(file_key(f) for f in files), charsets, format)
+    key = (tuple(file_key(f) for f in files), charsets, format, tuple(options))
     capture = _OPEN.get(key) or (_HELD or {}).get(key)
     if capture is None:
-        capture = _OPEN.put(key, Capture.open(files, charsets, format=format))
+        capture = _OPEN.put(key, Capture.open(files, charsets, format=format, options=options))
     if _HELD is not None:
         _HELD[key] = capture
     return capture

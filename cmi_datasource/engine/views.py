@@ -37,7 +37,7 @@ class View:
 
 
 def _capture(o: ReadOptions) -> Capture:
-    return open_cached(o.paths, o.charsets, o.format)
+    return open_cached(o.paths, o.charsets, o.format, o.transport_options)
 
 
 def _batches(table: pa.Table, o: ReadOptions) -> Iterator[pa.RecordBatch]:

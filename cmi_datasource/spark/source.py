@@ -38,6 +38,7 @@ Read options (names are case-insensitive):
   (default: the CPU count): batch and partition sizes; one large attachment is cut at
   observation boundaries into several partitions.
 - ``sapdb.port``: with view ``sapdb``, the TCP ports of a pcap read as SAP DB (comma-separated).
+- ``mqtt.port``: the TCP ports of MQTT brokers in a pcap (comma-separated; default 1883,8883).
 
 Any other option is an error that lists the valid ones and suggests the closest. A failure
 raises a Spark exception whose text starts with the ``cmi_datasource.errors`` class and problem;

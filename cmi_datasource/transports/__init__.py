@@ -29,6 +29,7 @@ SNIFF_BYTES = 4096  # what a format's sniff() sees of a file
 
 _TRANSPORTS: Dict[str, Transport] = {}
 _FORMATS: Dict[str, CaptureFormat] = {}  # by name, in sniffing order
+_CONFIGURED: Dict[str, CaptureFormat] = {}  # formats with read options, by name: one copy per process
 _state = {"builtin": False, "entry_points": False}
 
 
@@ -114,7 +115,15 @@ def file_view(name: str) -> Optional[FileView]:
 
 
 def capture_format(name: str) -> CaptureFormat:
-    """The capture format called ``name`` (option ``format``, or recorded in a plan)."""
+    """The capture format called ``name`` (option ``format``, or recorded in a plan: then it may
+    carry read options, ``pcap[mqtt.port=1884]``, ``CaptureFormat.configured``)."""
+    if name.endswith("]") and "[" in name:
+        found = _CONFIGURED.get(name)
+        if found is None:
+            base, settings = name[:-1].split("[", 1)
+            given = dict(setting.split("=", 1) for setting in settings.split(";") if "=" in setting)
+            found = _CONFIGURED[name] = capture_format(base).configured(given)
+        return found
     if name not in _FORMATS:
         _load_builtin(name if any(name in names for names in BUILTIN.values()) else None)
     if name not in _FORMATS:

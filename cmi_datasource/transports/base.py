@@ -9,6 +9,7 @@ a particular transport; ``transports/__init__.py`` keeps the registry.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 from collections import deque
@@ -42,6 +43,23 @@ class CaptureFormat:
     suffix: str = ""  # the ending of the files the writer names (".dmp")
     splittable: bool = True  # False: a planned span is no byte range to re-read alone (pcap)
     transport: "Transport"  # set when the transport is registered
+    # Its "<transport>.<name>" read options (lower-case), e.g. the pcap format's "mqtt.port", and
+    # the values a load gave them (``configured``).
+    read_options: Tuple[str, ...] = ()
+    settings: Tuple[Tuple[str, str], ...] = ()
+
+    def configured(self, options: Mapping[str, str]) -> "CaptureFormat":
+        """This format reading with those of the load's ``options`` it declares in ``read_options``;
+        itself when none is given. The copy's name carries them (``pcap[mqtt.port=1884]``): a plan
+        records a file's format by name, ``transports.capture_format`` makes the same copy from it
+        in any process, and the message index is kept under it."""
+        given = tuple(sorted((key, str(options[key])) for key in self.read_options if key in options))
+        if not given:
+            return self
+        found = copy.copy(self)
+        found.settings = given
+        found.name = f"{self.name}[{';'.join(f'{key}={value}' for key, value in given)}]"
+        return found
 
     def sniff(self, head: bytes) -> bool:
         """Whether a file whose first bytes are ``head`` (up to ``SNIFF_BYTES``) is in this format."""
@@ -120,8 +138,10 @@ class Transport:
 
     @property
     def read_options(self) -> Tuple[str, ...]:
-        """Its "<transport>.<name>" read options: those its views read."""
-        return tuple(name for view in self.views for name in view.options)
+        """Its "<transport>.<name>" read options: those its views and its capture formats read."""
+        names = [name for view in self.views for name in view.options]
+        names += [name for fmt in self.formats for name in fmt.read_options]
+        return tuple(dict.fromkeys(names))
 
     def check_option(self, key: str, value: str, writing: bool) -> None:
         """CmiOptionError when ``value`` does not suit the option ``key`` (lower-cased), before any

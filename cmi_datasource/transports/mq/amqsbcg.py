@@ -26,6 +26,12 @@ give the offset in the message, up to eight groups of four hex digits and the ch
 ``length - N of M bytes`` with N < M means the browse buffer cut the message: it is read as the
 N bytes held, with that problem attached, so its attachment is incomplete and says why.
 
+A message whose lines cannot all be read keeps what was read: the descriptor fields of its
+readable lines (an unreadable line's fields stay at their MQMD defaults) and the bytes of its
+data rows up to the first row that does not continue it; its ``damage`` (and ``problem``) is
+the first line that could not be read, or rows holding fewer or more bytes than the length line
+shows (a cut file). Reading goes on at the next message.
+
 Several runs of amqsbcg concatenated in one file read as one capture. The rows of a message
 are decoded by a compiled kernel, at planning (``_rows``) and in partitions (``_decode_spans``).
 """
@@ -39,7 +45,7 @@ import numpy as np
 
 from ...compiled import kernel
 from ..base import Keep, parse_in_chunks
-from ...errors import DumpSyntaxError, Location, TruncatedError
+from ...errors import CmiFormatError, DumpSyntaxError, KeptError, Location, TruncatedError
 from ...messages import PhysicalMessage
 from .hex_lines import PAIR_VALUES, all_head, decode_hex, head_apart, line_end, text_line
 from .message import mq_message
@@ -198,7 +204,7 @@ class _Record:
     """A message being collected from amqsbcg lines."""
 
     __slots__ = ("start", "end", "number", "values", "pending", "declared", "original", "parts", "held",
-                 "state")
+                 "state", "damage")
 
     def __init__(self, start: int, number: Optional[int]):
         self.start, self.end, self.number = start, start, number
@@ -208,7 +214,13 @@ class _Record:
         self.original: Optional[int] = None  # M
         self.parts: List[bytes] = []
         self.held = 0  # bytes of the data rows so far
-        self.state = "descriptor"
+        self.state = "descriptor"  # then "data"; "skipping" past a data row that does not continue the message
+        self.damage: Optional[CmiFormatError] = None  # the first line that could not be read
+
+    def refuse(self, error: CmiFormatError) -> None:
+        """The message is damaged: what was read of it is kept, and the first error says why."""
+        if self.damage is None:
+            self.damage = error
 
 
 def _field_value(name: bytes, raw: bytes, where: Location) -> Optional[Tuple[str, object]]:
@@ -237,21 +249,27 @@ def _field_value(name: bytes, raw: bytes, where: Location) -> Optional[Tuple[str
 
 
 def _finish(record: _Record, source: str, index: int) -> PhysicalMessage:
+    """The message collected: its descriptor as far as its lines were read and the bytes its rows
+    hold, with ``damage`` (and that ``problem``) when a line could not be read or the rows do not
+    hold what the length line shows."""
     where = Location(source, index, record.start)
     payload = b"".join(record.parts)
     problem = None
     if record.declared is not None:
         if record.held < record.declared:
-            raise TruncatedError(f"amqsbcg shows a message of {record.declared} bytes but its rows hold "
-                                 f"{record.held}: the file is cut", where)
-        if record.held > record.declared:
-            raise DumpSyntaxError(f"the rows hold {record.held} bytes, more than the {record.declared} "
-                                  f"the length line shows", where)
-        if record.original is not None and record.original > record.declared:
+            record.refuse(TruncatedError(f"amqsbcg shows a message of {record.declared} bytes but its rows hold "
+                                         f"{record.held}: the file is cut", where))
+        elif record.held > record.declared:
+            record.refuse(DumpSyntaxError(f"the rows hold {record.held} bytes, more than the {record.declared} "
+                                          f"the length line shows", where))
+        elif record.original is not None and record.original > record.declared:
             problem = (f"the capture holds {record.declared} of its {record.original} bytes: amqsbcg's "
                        f"browse buffer cut it")
     mqmd = MQMD(**record.values) if record.values else None
     message = mq_message(mqmd, payload, source, index, record.start, record.end)
+    if record.damage is not None:
+        damage = KeptError.of(record.damage)
+        return dataclasses.replace(message, problem=damage.problem, damage=damage)
     return message if problem is None else dataclasses.replace(message, problem=problem)
 
 
@@ -298,36 +316,49 @@ def parse_browse(data: bytes, source: str, base_offset: int = 0, first_index: in
             record.state = "descriptor"
         elif _DATA.match(line):
             record.state = "data"
+        elif record.state == "skipping":
+            pass  # rows after one that does not continue the message cannot be placed in it
+        elif _ROW.match(line):  # data rows, wherever they are (partitions decode any row of the message)
+            record.state = "data"
+            at, written = _rows(view, line_pos, size, rows_out, record.held, PAIR_VALUES)
+            if at < 0:  # the rows before the one not well formed are kept; those after it cannot be placed
+                bad_row = written
+                at, written = _rows(view, line_pos, bad_row, rows_out, record.held, PAIR_VALUES)
+                record.refuse(DumpSyntaxError(f"data row {data[bad_row:bad_row + 60]!r} does not continue the "
+                                              f"message with its next offset in groups of two or four hex digits",
+                                              Location(source, index, base_offset + bad_row)))
+                record.state = "skipping"
+                bad_line, bad_end = text_line(data, bad_row, size)
+                at, row_end = bad_end + 1, bad_row + len(bad_line)
+            else:
+                row_end = min(at - 1, size)  # where the run's last row ends, its line end left out
+                if data[row_end - 1:row_end] == b"\r":
+                    row_end -= 1
+            record.parts.append(rows_out[:written].tobytes())
+            record.held += written
+            record.end = base_offset + row_end
+            pos = at
+            continue
         elif record.state == "data":
             length = _LENGTH.match(line)
             if length:
                 record.declared = int(length.group(1))
                 record.original = int(length.group(2)) if length.group(2) else None
-            elif _ROW.match(line):
-                at, written = _rows(view, line_pos, size, rows_out, record.held, PAIR_VALUES)
-                if at < 0:
-                    bad_row = written  # where the row that is not well formed starts
-                    raise DumpSyntaxError(f"data row {data[bad_row:bad_row + 60]!r} does not continue the "
-                                          f"message with its next offset in groups of two or four hex digits",
-                                          Location(source, index, base_offset + bad_row))
-                record.parts.append(rows_out[:written].tobytes())
-                record.held += written
-                row_end = min(at - 1, size)  # where the run's last row ends, its line end left out
-                if data[row_end - 1:row_end] == b"\r":
-                    row_end -= 1
-                record.end = base_offset + row_end
-                pos = at
-                continue
             else:
-                raise DumpSyntaxError(f"line starts with {line[:24]!r}: not a length or data row", where)
+                record.refuse(DumpSyntaxError(f"line starts with {line[:24]!r}: not a length or data row", where))
         else:
-            _descriptor_line(record, line, where)
+            try:
+                _descriptor_line(record, line, where)
+            except DumpSyntaxError as e:
+                record.refuse(DumpSyntaxError(f"{e.problem} (the descriptor keeps the fields of its other lines; "
+                                              f"this line's are MQMD defaults)", e.location))
         record.end = offset + len(line)
     if record is not None:
         yield _finish(record, source, index)
 
 
 def _descriptor_line(record: _Record, line: bytes, where: Location) -> None:
+    """The fields of one descriptor line into the record: all of them, or none (DumpSyntaxError)."""
     if _CONTEXT.match(line):
         return
     lone = _LONE_VALUE.match(line)
@@ -340,14 +371,21 @@ def _descriptor_line(record: _Record, line: bytes, where: Location) -> None:
     pairs = list(_PAIR.finditer(line))
     if not pairs:
         raise DumpSyntaxError(f"descriptor line {line[:40]!r} holds no 'Name : value' pair", where)
+    values, pending = {}, None
     for pair in pairs:
         name, raw = pair.group(1), pair.group(2)
         if raw is None:
-            record.pending = name.decode("ascii")  # AccountingToken: its value is on the next line
+            if pair is not pairs[-1] or line[pair.end():].strip():  # only a last, bare name waits
+                raise DumpSyntaxError(f"descriptor line {line[:60]!r}: {name.decode()} has no value that reads as "
+                                      f"a number, 'characters' or X'hex'", where)
+            pending = name.decode("ascii")  # AccountingToken: its value is on the next line
             continue
         found = _field_value(name, raw, where)
         if found:
-            record.values[found[0]] = found[1]
+            values[found[0]] = found[1]
+    record.values.update(values)
+    if pending is not None:
+        record.pending = pending
 
 
 def _start_of_last_message(data: bytes) -> int:

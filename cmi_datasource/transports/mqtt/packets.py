@@ -17,7 +17,7 @@ from ...errors import CmiFormatError, Location, TruncatedError
 PACKET_TYPES = {1: "CONNECT", 2: "CONNACK", 3: "PUBLISH", 4: "PUBACK", 5: "PUBREC", 6: "PUBREL", 7: "PUBCOMP",
                 8: "SUBSCRIBE", 9: "SUBACK", 10: "UNSUBSCRIBE", 11: "UNSUBACK", 12: "PINGREQ", 13: "PINGRESP",
                 14: "DISCONNECT", 15: "AUTH"}
-CONNECT, PUBLISH = 1, 3
+CONNECT, PUBLISH, AUTH = 1, 3, 15
 MAX_REMAINING_LENGTH = 268_435_455
 PROTOCOLS = {(b"MQIsdp", 3): "3.1", (b"MQTT", 4): "3.1.1", (b"MQTT", 5): "5.0"}
 
@@ -77,17 +77,59 @@ class Packet:
         return PACKET_TYPES.get(self.type, f"type {self.type}")
 
 
-def read_packet(buf: bytes, pos: int, where: Where = _nowhere) -> Packet:
-    """The packet at ``pos``; its declared length is checked against the bytes there before use."""
+def frame_packet(buf: bytes, pos: int, where: Where = _nowhere) -> Packet:
+    """The packet at ``pos`` as its fixed header frames it, whatever its type and flags: what a
+    stream is read by, packet after packet. Its declared length is checked against the bytes
+    there before use (``TruncatedError``); a fifth remaining-length byte leaves its end unknown."""
     first = buf[pos]
     length, body = read_remaining_length(buf, pos + 1, where)
     if body + length > len(buf):
         raise TruncatedError(f"{PACKET_TYPES.get(first >> 4, 'packet')} declares {length} bytes; "
                              f"{len(buf) - body} remain", where(pos))
-    qos = (first >> 1) & 3
-    if qos == 3:
-        raise MqttFormatError("QoS 3 is reserved: malformed packet", where(pos))
-    return Packet(first >> 4, bool(first & 8), qos, bool(first & 1), pos, body, body + length)
+    return Packet(first >> 4, bool(first & 8), (first >> 1) & 3, bool(first & 1), pos, body, body + length)
+
+
+def refuse_reserved(packet: Packet, where: Where = _nowhere) -> None:
+    """MqttFormatError for what no version allows in a fixed header: packet type 0, QoS 3."""
+    if packet.type == 0:
+        raise MqttFormatError("packet type 0 is reserved: malformed packet", where(packet.start))
+    if packet.qos == 3:
+        raise MqttFormatError("QoS 3 is reserved: malformed packet", where(packet.start))
+
+
+def read_packet(buf: bytes, pos: int, where: Where = _nowhere) -> Packet:
+    """The packet at ``pos``, framed (``frame_packet``) and its fixed header checked (``refuse_reserved``)."""
+    packet = frame_packet(buf, pos, where)
+    refuse_reserved(packet, where)
+    return packet
+
+
+# What a packet other than CONNECT tells of its connection's protocol version, by its remaining
+# length (OASIS MQTT 3.1.1 and 5.0, chapter 3): type -> (the one length only MQTT 3.1/3.1.1 give
+# it, or None; the least length only MQTT 5 gives it, or None). A CONNACK is 2 bytes in 3.1/3.1.1
+# (flags, return code) and at least 3 in 5 (its properties' length follows); PUBACK to PUBCOMP
+# are 2 bytes (the packet id) in 3.1/3.1.1, and MQTT 5 may add a reason code and properties;
+# UNSUBACK is 2 bytes in 3.1/3.1.1, at least 4 in 5 (properties, a reason code per filter);
+# DISCONNECT is empty in 3.1/3.1.1, MQTT 5 may add a reason code; AUTH exists in MQTT 5 alone.
+VERSION_BY_LENGTH: Dict[int, Tuple[Optional[int], Optional[int]]] = {
+    2: (2, 3), 4: (None, 3), 5: (None, 3), 6: (None, 3), 7: (None, 3), 11: (2, 4), 14: (None, 1), 15: (None, 0),
+}
+LEVEL_3 = 4  # MQTT 3.1 and 3.1.1 lay out every packet but CONNECT alike: read as 3.1.1 (level 4)
+VERSION_3 = "3.1 or 3.1.1"  # what a connection whose CONNECT was not captured shows when its packets tell 3.x
+
+
+def level_told(packet: Packet) -> Optional[int]:
+    """The protocol level the packet's length proves (5, or ``LEVEL_3`` for 3.1/3.1.1), or None."""
+    rule = VERSION_BY_LENGTH.get(packet.type)
+    if rule is None:
+        return None
+    only_3, least_5 = rule
+    length = packet.end - packet.body_start
+    if length == only_3:
+        return LEVEL_3
+    if least_5 is not None and length >= least_5:
+        return 5
+    return None
 
 
 # -- MQTT 5 properties ------------------------------------------------------------------------
@@ -178,27 +220,34 @@ def read_properties(buf: bytes, pos: int, end: int, where: Where = _nowhere) -> 
 
 @dataclass(frozen=True)
 class Connect:
-    version: str  # "3.1", "3.1.1" or "5.0"
+    version: str  # "3.1", "3.1.1" or "5.0" (``VERSION_3`` when told by other packets)
     level: int
-    client_id: str
+    client_id: Optional[str]  # None when not read
     keep_alive: int
     properties: Tuple[Tuple[str, Any], ...] = ()
 
 
-def read_connect(buf: bytes, packet: Packet, where: Where = _nowhere) -> Connect:
+def read_protocol(buf: bytes, packet: Packet, where: Where = _nowhere) -> Tuple[Connect, int]:
+    """The protocol a CONNECT names (its client id not yet read) and where its connect flags start:
+    read first, so that a CONNECT refused further on still gives its connection's version."""
     name, pos = _binary(buf, packet.body_start, packet.end, where)
     level, pos = _byte(buf, pos, packet.end, where)
     version = PROTOCOLS.get((name, level))
     if version is None:
         raise MqttFormatError(f"CONNECT names protocol {name!r} level {level}: not MQTT 3.1, 3.1.1 or 5.0",
                               where(packet.start))
+    return Connect(version, level, None, 0), pos
+
+
+def read_connect(buf: bytes, packet: Packet, where: Where = _nowhere) -> Connect:
+    protocol, pos = read_protocol(buf, packet, where)
     _flags, pos = _byte(buf, pos, packet.end, where)
     keep_alive, pos = _u16(buf, pos, packet.end, where)
     properties: List[Tuple[str, Any]] = []
-    if level == 5:
+    if protocol.level == 5:
         properties, pos = read_properties(buf, pos, packet.end, where)
     client_id, pos = _utf8(buf, pos, packet.end, where)
-    return Connect(version, level, client_id, keep_alive, tuple(properties))
+    return Connect(protocol.version, protocol.level, client_id, keep_alive, tuple(properties))
 
 
 @dataclass(frozen=True)
@@ -209,13 +258,20 @@ class Publish:
     payload_start: int
 
 
+def read_topic(buf: bytes, packet: Packet, where: Where = _nowhere) -> Tuple[str, Optional[int], int]:
+    """What every version puts first in a PUBLISH: its topic, then its packet id when QoS > 0;
+    and where what follows starts (MQTT 5 properties, or the payload)."""
+    topic, pos = _utf8(buf, packet.body_start, packet.end, where)
+    packet_id = None
+    if packet.qos in (1, 2):  # QoS 3 is refused: whether an id follows is not known
+        packet_id, pos = _u16(buf, pos, packet.end, where)
+    return topic, packet_id, pos
+
+
 def read_publish(buf: bytes, packet: Packet, level: int, where: Where = _nowhere) -> Publish:
     """The PUBLISH variable header (topic, packet id when QoS > 0, MQTT 5 properties) and where the
     payload starts; ``level`` is the protocol level its connection's CONNECT named."""
-    topic, pos = _utf8(buf, packet.body_start, packet.end, where)
-    packet_id = None
-    if packet.qos:
-        packet_id, pos = _u16(buf, pos, packet.end, where)
+    topic, packet_id, pos = read_topic(buf, packet, where)
     properties: List[Tuple[str, Any]] = []
     if level == 5:
         properties, pos = read_properties(buf, pos, packet.end, where)

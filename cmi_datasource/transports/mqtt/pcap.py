@@ -1,10 +1,13 @@
 """MQTT in pcap and pcapng captures (tcpdump, Wireshark): frames -> TCP streams -> MQTT packets.
 
 The capture's TCP connections come from ``transports.tcp``: MQTT's are those whose client stream
-starts with CONNECT or whose server is on port 1883 or 8883. A connection's client stream is read first: its CONNECT gives the protocol version the broker's direction is
-read in too. Every MQTT packet is a physical message (``transport.stream_messages``), ordered by
-the frame that carried its first byte; its ``offset`` is that frame's place in the file and
-``file_end`` the end of the frame that carried its last byte.
+starts with CONNECT or whose server is on port 1883 or 8883 (read option ``mqtt.port``: others).
+A connection's client stream is read first: its CONNECT gives the protocol version the broker's
+direction is read in too; a connection whose CONNECT was not captured is read in the version its
+other packets tell (``streams.Session``). Every MQTT packet is a physical message
+(``streams.stream_messages``; a refused one too, with its problem), ordered by the frame that
+carried its first byte; its ``offset`` is that frame's place in the file and ``file_end`` the end
+of the frame that carried its last byte.
 
 A QoS 1 or 2 PUBLISH sent again with DUP while its exchange is open (no PUBACK, or PUBCOMP for
 QoS 2, came back yet) repeats the one before it: it stays in the messages view, its
@@ -23,10 +26,11 @@ from ...errors import CmiFormatError, Location
 from ...messages import MessageSpan, PhysicalMessage
 from ...storage import identity
 from . import packets
-from .streams import MqttDetails, stream_messages
+from .streams import MqttDetails, Session, stream_messages
 from ..tcp import read_connections
 
 MQTT_PORTS = (1883, 8883)
+PORT_OPTION = "mqtt.port"
 
 
 def opens_mqtt(head: bytes) -> bool:
@@ -34,42 +38,39 @@ def opens_mqtt(head: bytes) -> bool:
     return head[:1] == bytes([packets.CONNECT << 4])
 
 
-def read_pcap(path: str) -> List[PhysicalMessage]:
-    """Every MQTT packet of every connection in the capture, in capture order."""
+def read_pcap(path: str, ports: Sequence[int] = MQTT_PORTS) -> List[PhysicalMessage]:
+    """Every MQTT packet of every connection in the capture (those whose client opens with
+    CONNECT, or whose server is on one of ``ports``), in capture order."""
     placed: List[Tuple[Tuple[int, int, int], PhysicalMessage]] = []
-    for link in read_connections(path, opens_mqtt, MQTT_PORTS):
-        connect = None
-        for direction, stream in (("to broker", link.to_server), ("from broker", link.to_client)):
-            if stream is None:
-                continue
-            found: List[PhysicalMessage] = []
-            try:
-                for message in stream_messages(stream.data, path, connect=connect):
-                    found.append(message)
-            except CmiFormatError as e:  # what a stream holds past a broken packet cannot be read
-                found.append(_placeholder(path, e.problem, e.location.file_offset or 0))
+    for link in read_connections(path, opens_mqtt, ports):
+        directions = [(direction, stream) for direction, stream in (("to broker", link.to_server),
+                                                                    ("from broker", link.to_client))
+                      if stream is not None]
+        session = Session([stream.data for _, stream in directions])
+        for direction, stream in directions:
+            found = list(stream_messages(stream.data, path, session=session))
             if stream.gap:
-                found.append(_placeholder(path, stream.gap, len(stream.data)))
+                found.append(PhysicalMessage(None, b"", path, 0, len(stream.data), len(stream.data), problem=stream.gap,
+                                             details=MqttDetails("(not captured)", 0, False, False)))
             for message in found:
-                details = message.details if isinstance(message.details, MqttDetails) else MqttDetails("gap", 0, False,
-                                                                                                       False)
-                if details.packet_type == "CONNECT" and connect is None:
-                    connect = packets.Connect(details.version, {"3.1": 3, "3.1.1": 4, "5.0": 5}[details.version],
-                                              details.client_id or "", 0)
                 first, last = stream.frames_of(message.file_offset, message.file_end)
                 located = dataclasses.replace(
                     message, file_offset=first.offset, file_end=last.end,
-                    details=dataclasses.replace(details, connection=link.name, direction=direction,
+                    details=dataclasses.replace(message.details, connection=link.name, direction=direction,
                                                 frame=first.number))
                 placed.append(((first.number, len(placed), message.file_offset), located))
     ordered = [m for _, m in sorted(placed, key=lambda item: item[0])]
-    return _without_redeliveries([dataclasses.replace(m, index=i) for i, m in enumerate(ordered)])
+    return _without_redeliveries([_numbered(m, i) for i, m in enumerate(ordered)])
 
 
-def _placeholder(path: str, problem: str, offset: int) -> PhysicalMessage:
-    """A row for what a stream lost (a TCP hole, a broken packet), so the messages view shows it."""
-    return PhysicalMessage(None, b"", path, 0, offset, offset, problem=problem,
-                           details=MqttDetails("(unreadable)", 0, False, False))
+def _numbered(message: PhysicalMessage, index: int) -> PhysicalMessage:
+    """The message as the ``index``-th of the capture; its damage, found at a byte of its TCP
+    stream, placed at the frame that carried the packet's first byte."""
+    damage = message.damage
+    if damage is not None:
+        damage = dataclasses.replace(damage, location=dataclasses.replace(
+            damage.location, message_index=index, file_offset=message.file_offset))
+    return dataclasses.replace(message, index=index, damage=damage)
 
 
 def _without_redeliveries(messages: List[PhysicalMessage]) -> List[PhysicalMessage]:
@@ -100,15 +101,15 @@ class PcapCache:
     def __init__(self):
         self.key, self.messages = None, []
 
-    def get(self, path: str) -> List[PhysicalMessage]:
-        key = identity(path)
+    def get(self, path: str, ports: Sequence[int] = MQTT_PORTS) -> List[PhysicalMessage]:
+        key = (identity(path), tuple(ports))
         if key != self.key:
-            self.key, self.messages = key, read_pcap(path)
+            self.key, self.messages = key, read_pcap(path, ports)
         return self.messages
 
-    def spans(self, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
+    def spans(self, spans: Sequence[MessageSpan], ports: Sequence[int] = MQTT_PORTS) -> Iterator[PhysicalMessage]:
         for span in spans:
-            messages = self.get(span[0])
+            messages = self.get(span[0], ports)
             if not 0 <= span[1] < len(messages) or messages[span[1]].span != span:
                 raise CmiFormatError("the capture holds no message where one was planned: the file changed",
                                      Location(span[0], span[1], span[2]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, BinaryIO, Dict, Iterable, Iterator, Optional, Sequence
+from typing import Any, BinaryIO, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -19,8 +19,8 @@ from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage
 from ..base import CaptureFormat, Keep, Transport, kept, read_spans
 from . import packets
 from .packets import CONNECT
-from ..tcp import is_pcap
-from .pcap import PcapCache
+from ..tcp import is_pcap, server_ports
+from .pcap import MQTT_PORTS, PORT_OPTION, PcapCache
 from .publish import parse_broker, publish, write_stream
 from .streams import MqttDetails, publish_message, stream_messages
 
@@ -76,18 +76,25 @@ class PcapFormat(CaptureFormat):
     description = "a pcap or pcapng capture (tcpdump, Wireshark) of MQTT connections"
     suffix = ".pcap"
     splittable = False  # its messages are spread over frames: read whole, once per partition
+    read_options = (PORT_OPTION,)
 
     def __init__(self):
         self.cache = PcapCache()
+
+    @property
+    def ports(self) -> Tuple[int, ...]:
+        """The brokers' ports: option mqtt.port's, else 1883 and 8883."""
+        given = dict(self.settings).get(PORT_OPTION)
+        return MQTT_PORTS if given is None else server_ports(given, PORT_OPTION)
 
     def sniff(self, head: bytes) -> bool:
         return is_pcap(head)
 
     def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
-        return kept(self.cache.get(path), keep)
+        return kept(self.cache.get(path, self.ports), keep)
 
     def reread(self, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
-        return self.cache.spans(spans)
+        return self.cache.spans(spans, self.ports)
 
 
 class MqttTransport(Transport):
@@ -102,6 +109,8 @@ class MqttTransport(Transport):
             parse_broker(value)
         elif key == TIMEOUT_OPTION:
             publish_timeout({key: value})
+        elif key == PORT_OPTION:
+            server_ports(value, PORT_OPTION)
 
     def sends_live(self, options: Dict[str, str]) -> bool:
         return BROKER_OPTION in options
@@ -126,7 +135,7 @@ class MqttTransport(Transport):
             raise CmiFormatError("a PUBLISH re-read without its connection's protocol level", message.location())
         data = message.payload
         packet = packets.read_packet(data, 0, lambda at: message.location(at))
-        connect = packets.Connect({3: "3.1", 4: "3.1.1", 5: "5.0"}.get(hint, "?"), hint, "", 0)
+        connect = packets.Connect({3: "3.1", 4: "3.1.1", 5: "5.0"}.get(hint, "?"), hint, None, 0)
         rebuilt = publish_message(data, packet, connect, {}, message.source, message.index, message.file_offset,
                            message.location())
         return dataclasses.replace(rebuilt, problem=None)  # aliases are planning's concern, not the payload's

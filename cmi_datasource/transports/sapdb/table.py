@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 
 from ...containers import decompressing, open_capture
-from ...errors import CmiOptionError, Location, message_number
-from ..tcp import is_pcap, read_connections
+from ...errors import Location, message_number
+from ..tcp import is_pcap, read_connections, server_ports
 from . import codes
 from .codes import (MESS_CODES, MESS_TYPES, PART_KINDS, PRODUCERS, SEGMENT_KINDS, SQLMODES, function_name,
                     name_of)
@@ -53,15 +53,7 @@ SQL_PARTS_SCHEMA = pa.schema([
 def sapdb_ports(options: Mapping[str, str]) -> Tuple[int, ...]:
     """The server ports option ``sapdb.port`` names (comma-separated), else 7210."""
     raw = options.get(PORT_OPTION)
-    if raw is None:
-        return (SAPDB_PORT,)
-    try:
-        ports = tuple(int(p) for p in str(raw).split(",") if p.strip())
-    except ValueError:
-        ports = ()
-    if not ports or any(not 0 < p < 65536 for p in ports):
-        raise CmiOptionError(f"option {PORT_OPTION} must be TCP port numbers separated by commas, not {raw!r}")
-    return ports
+    return (SAPDB_PORT,) if raw is None else server_ports(raw, PORT_OPTION)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Collection, Dict, Iterator, List, Optional, Tuple
 
 from ...containers import decompressing, open_capture
-from ...errors import CmiFormatError, Location
+from ...errors import CmiFormatError, CmiOptionError, Location
 from .reassembly import Endpoint, Frame, Reassembler, Stream
 
 PCAP_MAGICS = (b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1")
@@ -24,6 +24,17 @@ READ_PIECE = 1 << 20  # most bytes asked of the file at once, whatever a record 
 
 class PcapFormatError(CmiFormatError):
     """A pcap or pcapng file that cannot be read (a bad header, a cut record)."""
+
+
+def server_ports(raw: str, option: str) -> Tuple[int, ...]:
+    """The TCP ports a read option names, comma-separated (``mqtt.port``: "1884,8884")."""
+    try:
+        ports = tuple(int(p) for p in str(raw).split(",") if p.strip())
+    except ValueError:
+        ports = ()
+    if not ports or any(not 0 < p < 65536 for p in ports):
+        raise CmiOptionError(f"option {option} must be TCP port numbers separated by commas, not {raw!r}")
+    return ports
 
 
 def is_pcap(head: bytes) -> bool:
