@@ -6,6 +6,8 @@ import pytest
 
 from cmi_datasource import Capture, transports
 from cmi_datasource.engine.decode import slice_batches
+from cmi_datasource.engine.options import ReadOptions
+from cmi_datasource.engine.views import view
 from cmi_datasource.errors import CmiFormatError, TruncatedError
 from cmi_datasource.transports.tibrv.wire import read_message
 
@@ -124,10 +126,15 @@ def test_a_vtype_that_contradicts_var_names_observation_variable_and_offset(tmp_
 
 def test_truncated_and_oversized_messages_are_typed_errors(tmp_path):
     good = capture_bytes()
-    cut = Capture.open(write(tmp_path, good[:-3], "cut.rv"), use_index_cache=False)
+    path = write(tmp_path, good[:-3], "cut.rv")
+    cut = Capture.open(path, use_index_cache=False)
     assert cut.messages[-1].damage is not None  # listed, with its problem
+    assert cut.messages[-1].details.kind == "LST"  # its first field still names it: the notes' LST
+    assert cut.dataset_table().num_rows == 4  # the damage is the other attachment's
+    files = view("files")
+    options = ReadOptions.parse({"path": path, "view": "files", "mode": "FAILFAST"})
     with pytest.raises(TruncatedError):
-        cut.dataset_table()
+        [batch for part in files.plan(options) for batch in files.read(part, options)]
     inner = message([string("f", None, "v")])
     lying = message([field("data", None, 1, (len(inner) + 50).to_bytes(4, "big") + inner[4:])])
     with pytest.raises(TruncatedError):  # a nested message longer than its parent
