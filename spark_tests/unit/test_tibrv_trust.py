@@ -261,6 +261,21 @@ def test_a_copy_away_from_its_original_makes_every_place_unproven(tmp_path):
     assert outcome["returned"] == [] and "cannot be placed" in outcome["reports"][0]
 
 
+def test_a_loss_and_a_copy_whose_observations_differ_make_every_place_unproven(tmp_path):
+    """The LST counts right (one lost, one repeated), but the ATO messages hold 12 observations
+    where the DAT declares 10."""
+    clean = attachment_messages(3)  # ATO messages of 3, 5 and 2 observations
+    path = write(tmp_path, b"".join(duplicated(dropped(clean, FIRST_ATO), FIRST_ATO)))
+    outcome = check_trust(path, rows_of(10))
+    assert outcome["returned"] == [] and "hold 12 observations, more than the 10" in outcome["reports"][0]
+
+
+def test_a_capture_cut_before_the_lst_keeps_the_rows_before_the_cut(tmp_path):
+    clean = attachment_messages(3)
+    outcome = check_trust(write(tmp_path, b"".join(clean[:FIRST_ATO + 2])), rows_of(10))
+    assert outcome["returned"] == rows_of(8)
+
+
 def test_a_lost_message_that_held_no_observations_costs_none(tmp_path):
     clean = attachment_messages(2)  # HDR, MSG, DAT, VAR, ATO, ATO, LST
     with_index = clean[:-1] + [message([i32("ATI", 1, 4), i32("ATI", 2, 0)]), lst(5)]

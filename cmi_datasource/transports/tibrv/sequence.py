@@ -23,22 +23,26 @@ many the data set has (field 7), the LST how many messages the attachment has. R
 messages of one sender on one subject in the order sent, so capture order is the order the
 sender defines, and it is taken as message k's place when the content agrees with it:
 
-- the LST's count equals the messages found: each message's place is its place in the capture;
+- the LST counts the messages found (or is lost) and the ATO messages hold the observations the
+  DAT declares (no more than it, while the LST is not seen): each message's place is its place
+  in the capture;
 - the capture holds more messages than the LST counts, exactly as many more as messages that
-  repeat the message before them byte for byte, and the ATO messages left add up to the DAT's
-  observations: each repeat is a copy of the message before it (read once, named by the messages
-  view's ``duplicate_of``), and the attachment reports the miscount;
-- any other miscount (a message lost or added) whose ATO messages still add up to the DAT's
-  observations lost or added no observations: their places stand, the attachment reports it;
-- otherwise the place of every ATO message is unproven (a message lost before it would move
-  it): each is marked so, and reading around damage trusts none of their observations.
+  repeat the message before them byte for byte, and without those the ATO messages add up to
+  the DAT's observations and no two are identical: each repeat is a copy of the message before
+  it (read once, named by the messages view's ``duplicate_of``), and the attachment reports the
+  miscount;
+- any other miscount whose ATO messages still add up, none identical to another, lost or added
+  a message that held no observations: their places stand, and the attachment reports it;
+- otherwise the place of every ATO message is unproven (a message lost or added before it may
+  have moved it): each is marked so, and reading around damage trusts none of their rows.
 
 A message that does not read (``transport.py``) keeps its place, as a damaged one: observations
 before it and, as the DAT's count places them, after it can be trusted (``engine/recovery.py``).
-An ATO message before its DAT and VAR, or after its LST, is found out; so are a lost or repeated
-ATO message. Two messages of the same type exchanging places (two ATO messages, say) cannot be
-told from the order the sender sent: the content gives no place to check, and their
-observations are read in capture order.
+An ATO message before its DAT and VAR, or after its LST, is found out, and so is one ATO message
+lost, repeated or damaged. What leaves every count right cannot be told from the order the
+sender sent: two messages of the same type exchanging places (two ATO messages, say), or one
+message lost and another repeated that holds as many observations; they are read in capture
+order.
 """
 from __future__ import annotations
 
@@ -206,27 +210,34 @@ def _attachment(key: bytes, att: _Attachment) -> List[PhysicalMessage]:
 def _places(members: Sequence[PhysicalMessage], lst: Optional[PhysicalMessage]
             ) -> Tuple[List[int], Optional[str], Optional[str]]:
     """Each member's sequence number, the LST's problem and, when the ATO messages' places are
-    unproven, why."""
-    in_order = list(range(1, len(members) + 1))
-    if lst is None or lst.damage is not None or lst.details.count == len(members):
-        return in_order, None, None
-    counted, found = lst.details.count, len(members)
+    unproven, why (see the module's docstring)."""
+    found = len(members)
+    in_order = list(range(1, found + 1))
+    counted = lst.details.count if lst is not None and lst.damage is None else None
+    if counted is None or counted == found:  # no message lost or added, as far as the LST tells
+        agree, why = _observations(members, end_seen=counted is not None)
+        return in_order, None, None if agree is not False else f"cannot be placed: {why}{_MOVED}"
     problem = f"its LST counts {counted} messages, {found} were found between the header and it"
     repeats = {i for i in range(1, found) if _repeats(members[i], members[i - 1])}
     if found > counted and len(repeats) == found - counted:
         kept = [m for i, m in enumerate(members) if i not in repeats]
-        if _adds_up(kept) is None:
+        if _observations(kept)[0] and not _identical_observations(kept):
             places, k = [], 0
             for i in range(found):
                 k += i not in repeats
                 places.append(k)
             return places, (f"{problem}; the messages that repeat the one before them byte for byte "
                             f"({len(repeats)}) are read as copies of it"), None
-    mismatch = _adds_up(members)
-    if mismatch is None:
+    agree, why = _observations(members)
+    if agree and _identical_observations(members):
+        agree, why = False, "two of its ATO messages are identical, as a copy would be"
+    if agree:  # the message lost or added held no observations
         return in_order, f"{problem}; the ATO messages hold the observations the DAT declares", None
     return in_order, problem, (f"cannot be placed: its attachment's LST counts {counted} messages, {found} were "
-                               f"found, and {mismatch}, so a message lost or added before it may have moved it")
+                               f"found, and {why}{_MOVED}")
+
+
+_MOVED = ", so a message lost or added before it may have moved it"
 
 
 def _repeats(m: PhysicalMessage, before: PhysicalMessage) -> bool:
@@ -234,13 +245,24 @@ def _repeats(m: PhysicalMessage, before: PhysicalMessage) -> bool:
             and m.content_key == before.content_key)
 
 
-def _adds_up(members: Sequence[PhysicalMessage]) -> Optional[str]:
-    """None when the ATO messages hold as many observations as the DAT declares; else what is wrong."""
+def _identical_observations(members: Sequence[PhysicalMessage]) -> bool:
+    atos = [m.content_key for m in members if kind(m) == "ATO" and m.damage is None]
+    return len(set(atos)) != len(atos)
+
+
+def _observations(members: Sequence[PhysicalMessage], end_seen: bool = True) -> Tuple[Optional[bool], str]:
+    """Whether the ATO messages hold the observations the DAT declares: True; False, and why; or
+    None when it cannot be told (no DAT count, a damaged message that may have held some, or,
+    before the LST is seen, fewer than declared), and why."""
     definitions = [m for m in members if kind(m) == "DAT" and m.damage is None]
     if len(definitions) != 1 or definitions[0].details.count is None or definitions[0].details.count < 0:
-        return "no DAT declares how many observations the data set has"
-    if any(m.damage is not None for m in members):
-        return "a damaged message hides how many observations the messages hold"
-    held = sum(m.details.count or 0 for m in members if kind(m) == "ATO")
+        return None, "no DAT declares how many observations the data set has"
     declared = definitions[0].details.count
-    return None if held == declared else f"the ATO messages hold {held} observations, the DAT declares {declared}"
+    held = sum(m.details.count or 0 for m in members if kind(m) == "ATO" and m.damage is None)
+    if held > declared:
+        return False, f"the ATO messages hold {held} observations, more than the {declared} the DAT declares"
+    if any(m.damage is not None and kind(m) in ("ATO", "") for m in members):
+        return None, "a damaged message hides how many observations the messages hold"
+    if held < declared:
+        return (False if end_seen else None), f"the ATO messages hold {held} observations, the DAT declares {declared}"
+    return True, ""
