@@ -3,12 +3,13 @@ by ``spark_tests/rv_messages.py`` (none of the package's code).
 
 Attachment keys come from the capture's content: the same bytes give the same keys, and rows,
 wherever they are stored and however the file is named. Order: RV numbers nothing, so capture
-order is the order (``transports/tibrv/sequence.py``); what the content contradicts is found out.
-Every ATO message of attachments of 1, 2, 3 and 7 ATO messages is lost, garbled, duplicated or
-exchanged with the message after it in turn: DROPMALFORMED and PERMISSIVE return only rows of the
-clean capture, at their places (the reports name exactly the observations missing), rows
-returned and rows reported add up to the declared count, and FAILFAST raises a typed error. Two
-ATO messages exchanging places is the one fault the content cannot show; a test pins what is read.
+order is the order (``transports/tibrv/sequence.py``) and what the content contradicts is found
+out. Every ATO message of attachments of 1, 2, 3 and 7 ATO messages is lost, duplicated and
+garbled (five ways) in turn, and the last one exchanged with its LST: DROPMALFORMED and
+PERMISSIVE return only rows of the clean capture, in order (the reports name exactly the
+observations missing when they say where), rows returned and rows reported add up to the
+declared count, and FAILFAST raises a typed error. Two ATO messages exchanged leave every count
+right: the content cannot show it, and a test pins what is read.
 """
 from __future__ import annotations
 
@@ -204,9 +205,13 @@ def _count_at(message: bytes) -> int:
     return message.index(b"ATO\0\x00\x01") + 8
 
 
+def _count(message: bytes) -> int:
+    return struct.unpack_from(">i", message, _count_at(message))[0]
+
+
 GARBLES: Dict[str, Callable[[bytes], bytes]] = {
     "a vtype's type": lambda m: _patched(m, _vtype_type_byte(m), b"\x08"),  # an int made a string
-    "the count one short": lambda m: _patched(m, _count_at(m), struct.pack(">i", struct.unpack_from(">i", m, _count_at(m))[0] - 1)),
+    "the count one short": lambda m: _patched(m, _count_at(m), struct.pack(">i", _count(m) - 1)),
     "the magic": lambda m: _patched(m, 4, b"\x00\x00\x00\x00"),
     "the size too large": lambda m: _patched(m, 0, struct.pack(">I", 0x7FFFFFF0)),
     "the size too small": lambda m: _patched(m, 0, struct.pack(">I", len(m) - 5)),
