@@ -80,3 +80,14 @@ def test_cut_object_is_a_format_error_naming_the_uri(s3):
         _open(uri).dataset_table("FIN.DAILY_SALES")
     assert info.value.source == uri
     assert "what to do" in str(info.value)
+
+
+def test_rv_attachment_keys_and_rows_equal_the_local_read(s3):
+    """A TIB/RV capture's keys come from its content (its correlids are blank): the same on S3,
+    under another name, as on the local disk (issue 26, finding 6)."""
+    sample = os.path.join(SAMPLES, "tibrv_capture.rv")
+    uri = s3.upload(sample, s3.prefix("cap") + "/moved/renamed.rv")
+    local, remote = _open(sample), _open(uri)
+    keys = [a.key_hex for a in local.attachments]
+    assert len(keys) == 2 and [a.key_hex for a in remote.attachments] == keys
+    assert remote.dataset_table().equals(local.dataset_table())

@@ -19,6 +19,8 @@ import pytest
 
 from cmi_datasource import Capture
 from cmi_datasource.cmi.wire import FieldReader, FieldWriter, WireFormat
+from cmi_datasource.engine.options import ReadOptions
+from cmi_datasource.engine.views import view
 from cmi_datasource.errors import CmiEncodeError, CmiError, Location, TruncatedError
 from cmi_datasource.transports.tibrv import observations
 from cmi_datasource.transports.tibrv.records import RvCmiError
@@ -78,11 +80,17 @@ def set_scalar(message: int, fid: int, code: int, value: bytes) -> Dict[int, byt
 
 
 def open_all(path: str, format: Optional[str] = None) -> None:
+    """List the capture (which never fails on damage), then read its dataset and files views in
+    FAILFAST, as Spark does: damage raises from the view of the attachment it lies in."""
     capture = Capture.open([path], use_index_cache=False, format=format)
     capture.messages_table()
     capture.attachments_table()
-    capture.dataset_table()
-    capture.files_table()
+    for name in ("dataset", "files"):
+        options = ReadOptions.parse({"path": path, "view": name, "mode": "FAILFAST",
+                                     **({"format": format} if format else {})})
+        found = view(name)
+        found.schema(options)
+        [batch for part in found.plan(options) for batch in found.read(part, options)]
 
 
 # -- the reviewer's three -----------------------------------------------------------------------

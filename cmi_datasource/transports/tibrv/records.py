@@ -10,7 +10,6 @@ file prologue, ATX/ATB the file records, LST the count, HDR the attachment heade
 """
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -44,6 +43,19 @@ DAT_FIELDS = {2: "version", 4: "dataset_type", 6: "label", 7: "nobs", 8: "nvars"
 VAR_ENTRY = (None, "name", None, "format_name", None, "informat_name", None, "label", "type", "length",
              "format_width", "format_decimals", "informat_width", "informat_decimals", "nsort")  # 3-17 per variable
 FDC_FIELDS = {1: "lrecl", 2: "size"}
+
+
+@dataclass(frozen=True)
+class RvDetails:
+    kind: str  # HDR, MSG, DAT, VAR, ATO, ... (the name of the message's fields)
+    field_count: int
+    summary: str  # the first fields, readable
+    # HDR: its attachments; LST: the messages it counts; DAT: the observations it declares (None
+    # when unknown); ATO: the observations it holds
+    count: Optional[int] = None
+    header: Optional[CmiHeader] = None  # HDR: the header, its correlids as sent
+    raw: bool = False  # ATO re-read without its layout: the RV body, waiting for ``rebuild``
+    values: Tuple[str, ...] = ()  # MSG/DATA: its parameters
 
 
 class RvCmiError(CmiFormatError):
@@ -161,21 +173,20 @@ def _cmi(fields: Mapping[int, RvField], fid: int, kind: str, where: Location, pr
     raise AssertionError(primitive)
 
 
-def synthetic_key(source: str, index: int, number: int) -> bytes:
-    """A 16-byte attachment key for correlids sent blank (seed 001 allows it): stable per file,
-    message and attachment, so that option("attachment", ...) names the same attachment every read."""
-    return hashlib.sha256(f"{source}\0{index}\0{number}".encode()).digest()[:16]
+def is_blank(correl_id: bytes) -> bool:
+    """Whether a correlid was sent blank (seed 001 allows it): then ``sequence.py`` gives it a key
+    from the capture's content."""
+    return not correl_id.strip(b" \0")
 
 
-def _correl(value: bytes, source: str, index: int, number: int) -> bytes:
-    raw = value[:CORREL_ID_SIZE]
-    if raw.strip(b" \0"):
-        return raw.ljust(CORREL_ID_SIZE, b"\0")
-    return synthetic_key(source, index, number) + bytes(CORREL_ID_SIZE - 16)
+def _correl(value: bytes) -> bytes:
+    """A correlid as sent: its first 24 bytes, NUL-padded to 24."""
+    return value[:CORREL_ID_SIZE].ljust(CORREL_ID_SIZE, b"\0")
 
 
-def header(fields: Sequence[RvField], source: str, index: int, where: Location) -> Tuple[bytes, CmiHeader]:
-    """The CMI attachment header an HDR message stands for, and its bytes."""
+def header(fields: Sequence[RvField], where: Location) -> CmiHeader:
+    """The CMI attachment header an HDR message stands for, its correlids as sent (blank ones
+    included: ``sequence.py`` replaces them)."""
     f = by_id(fields, "HDR", where)
     count = _number(f, 5, "HDR", where)
     if not 0 <= count <= len(fields):  # every attachment takes ten fields: bounds an untrusted count
@@ -189,14 +200,18 @@ def header(fields: Sequence[RvField], source: str, index: int, where: Location) 
 
     for n in range(count):
         values = {name: value(6 + 10 * n + i, name) for i, name in enumerate(HDR_ENTRY) if name}
-        entries.append(AttachmentEntry(values["attachment_type"], _correl(values["correl_id"], source, index, n + 2),
+        entries.append(AttachmentEntry(values["attachment_type"], _correl(values["correl_id"]),
                                        latin1.decode(values["qualifier1"]), latin1.decode(values["qualifier2"]),
                                        latin1.decode(values["description"]),
                                        values["minor_version"], values["major_version"]))
-    cmi = CmiHeader(_correl(value(1, "header_correl_id"), source, index, 0), value(2, "original_msg_type"),
-                    value(3, "original_correl_id")[:CORREL_ID_SIZE].ljust(CORREL_ID_SIZE, b"\0"),
-                    _correl(value(4, "message_correl_id"), source, index, 1), tuple(entries), WIRE)
-    return build_header(cmi, latin1), cmi
+    return CmiHeader(_correl(value(1, "header_correl_id")), value(2, "original_msg_type"),
+                     _correl(value(3, "original_correl_id")), _correl(value(4, "message_correl_id")),
+                     tuple(entries), WIRE)
+
+
+def header_bytes(header: CmiHeader) -> bytes:
+    """The CMI header message's payload (its strings Latin-1, as RV sends them)."""
+    return build_header(header, code_page(819))
 
 
 def dataset_definition(fields: Sequence[RvField], where: Location) -> bytes:
@@ -205,6 +220,11 @@ def dataset_definition(fields: Sequence[RvField], where: Location) -> bytes:
     w = FieldWriter(WIRE).int32(RECORD_TYPES["DAT"])
     write_record(w, DATASET_DEFINITION, values)
     return w.getvalue()
+
+
+def declared_observations(fields: Sequence[RvField], where: Location) -> int:
+    """DAT field 7: the number of observations the data set declares."""
+    return _number(by_id(fields, "DAT", where), 7, "DAT", where, "long")
 
 
 def variable_definitions(fields: Sequence[RvField], where: Location

@@ -2,60 +2,64 @@
 
 Reading a capture, each RV message becomes the CMI message MQ would carry for it
 (``records.py``), an ATO message its fixed-width rows (``observations.py``, laid out by the DAT
-and VAR messages before it in the file). RV messages carry no correlation ids, so
-``logical_messages`` gives them the ones CMI groups by, from their order: an HDR message's
-attachments run one after another, each up to its LST; the application message (MSG or DATA)
-follows the HDR. An LST whose count disagrees with the messages found makes its attachment
-incomplete, naming both counts.
+and VAR messages before it in its attachment). RV messages carry no correlation ids, so
+``sequence.py`` gives them the ones CMI groups by, from their order and content, and checks
+what the content lets it check of that order.
+
+A message that does not read is one damaged message of its own, and reading goes on at the next
+one (each RV message declares its size; when that is damaged too, at the next RV magic): the
+ATO messages after it are still laid out by their attachment's DAT and VAR.
 """
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from dataclasses import dataclass
 from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from ...cmi.correl import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, count_correl_id, sequence_correl_id
-from ...errors import CmiFormatError, Location
+from ...cmi.correl import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE
+from ...containers import decompressing, open_capture
+from ...errors import CmiFormatError, KeptError, Location
 from ...messages import Descriptor, OutgoingMessage, PhysicalMessage, UnjoinedMessage
-from ..base import CaptureFormat, Transport
-from . import records
+from ..base import CaptureFormat, Keep, Transport, damaged_message, kept
+from . import records, sequence
 from .observations import observation_rows
-from .records import ENCODING, ObservationLayout
+from .records import ENCODING, ObservationLayout, RvDetails
 from .wire import HEADER, MAGIC, RvField, message_end, read_fields
 from .writer import write_rv
 
-_ZERO_CORREL = bytes(24)
+_MAGIC_BYTES = MAGIC.to_bytes(4, "big")
 SUMMARY_FIELDS = 12  # fields the messages view's rv_summary shows
 
 
-@dataclass(frozen=True)
-class RvDetails:
-    kind: str  # HDR, MSG, DAT, VAR, ATO, ... (the name of the message's fields)
-    field_count: int
-    summary: str  # the first fields, readable
-    count: Optional[int] = None  # HDR: attachments; LST: the messages it counts
-    keys: Tuple[bytes, ...] = ()  # HDR: its attachments' keys; its message correlid last
-    raw: bool = False  # ATO re-read without its layout: the RV body, waiting for ``rebuild``
-    values: Tuple[str, ...] = ()  # MSG/DATA: its parameters
-
-
-def _descriptor(msg_type: int, correl_id: bytes = _ZERO_CORREL) -> Descriptor:
+def _descriptor(msg_type: int, correl_id: bytes = bytes(24)) -> Descriptor:
     # CCSID 0: RV strings carry no code page; the charset policy's default (option defaultCcsid) decides.
     return Descriptor(msg_type, correl_id, ENCODING, 0)
 
 
 class _Reader:
-    """The messages of one file (or a span of it), read in order: the DAT and VAR messages seen
-    lay out the ATO messages that follow them."""
+    """The messages of one file (or a span of it), read in order: the DAT and VAR messages of an
+    attachment lay out the ATO messages that follow them, up to its LST."""
 
     def __init__(self, source: str):
         self.source = source
+        self.seen_header = False  # an HDR was read: an ATO without a layout is out of place
+        self.forget_definitions()
+
+    def forget_definitions(self) -> None:
         self.definition: Optional[Tuple[List[RvField], Location]] = None  # the DAT message's fields, and where
         self.variables: List[Tuple[bool, int, Location]] = []
         self.layout: Optional[ObservationLayout] = None
+
+    def damaged(self, kind: str) -> None:
+        """A message that did not read, of ``kind`` ("" when not even its first field reads): a
+        definition it may have been is not known, so no VAR after it is laid out by the DAT before
+        it; an HDR or LST ends the attachment. ATO messages after any other keep their layout."""
+        if kind in ("HDR", "LST", "DAT", "VAR"):
+            self.forget_definitions()
+        else:
+            self.definition = None
 
     def message(self, data: bytes, pos: int, base_offset: int, index: int) -> Tuple[PhysicalMessage, int]:
         located = Location(self.source, index, base_offset + pos)
@@ -67,19 +71,21 @@ class _Reader:
         if kind != "ATO":  # an ATO message's pairs are read by the kernel, never field by field here
             fields += list(fields_left)
         field_count = len(fields)
-        msg_type, correl, count, keys, hint, raw = MSGTYPE_CMI_SUBORDINATE, _ZERO_CORREL, None, (), None, False
+        msg_type, count, header, hint, raw = MSGTYPE_CMI_SUBORDINATE, None, None, None, False
         values: Tuple[str, ...] = ()
         if kind == "HDR":
-            payload, header = records.header(fields, self.source, index, located)
-            msg_type, correl, count = MSGTYPE_CMI_HEADER, header.header_correl_id, len(header.attachments)
-            keys = tuple(e.key for e in header.attachments) + (header.message_correl_id,)
-            self.definition, self.variables, self.layout = None, [], None
+            header = records.header(fields, located)
+            payload, msg_type, count = records.header_bytes(header), MSGTYPE_CMI_HEADER, len(header.attachments)
+            self.seen_header = True
+            self.forget_definitions()
         elif kind in ("MSG", "DATA"):
             values = records.application_values(fields, located)
             payload = records.application_text(fields, located)
         elif kind == "DAT":
             payload = records.dataset_definition(fields, located)
-            self.definition, self.variables, self.layout = (fields, located), [], None
+            count = records.declared_observations(fields, located)
+            self.forget_definitions()
+            self.definition = (fields, located)
         elif kind == "VAR":
             payload, layout = records.variable_definitions(fields, located)
             self.variables += layout
@@ -88,11 +94,16 @@ class _Reader:
                 self.layout = records.layout_of(definition, self.variables, definition_at)
         elif kind == "ATO":
             hint = self.layout
+            if hint is None and self.seen_header:
+                raise records.RvCmiError("ATO message with no DAT and VAR before it in its attachment to lay out "
+                                         "its observations: the messages are out of order, or those are lost",
+                                         located)
             if hint is None:  # re-read alone: the transport rebuilds it with the layout planning kept
                 payload, raw = body, True
             else:
                 payload = observation_rows(body, HEADER.size, len(body), hint, located)
-                field_count = 2 + 2 * len(hint.lengths) * ((len(payload) - 4) // max(hint.obs_length, 1))
+                count = (len(payload) - 4) // max(hint.obs_length, 1)
+                field_count = 2 + 2 * len(hint.lengths) * count
         elif kind in ("ATI", "ATC"):
             payload = records.record_type_only(kind)
         elif kind == "FDC":
@@ -101,12 +112,31 @@ class _Reader:
             payload = records.file_records(fields, kind, located)
         elif kind == "LST":
             payload, count = records.WIRE.structs()[0].pack(0), records.count_of(fields, "LST", located)
+            self.forget_definitions()
         else:
             raise records.RvCmiError(f"RV message of type {kind!r}: not one of {', '.join(records.KINDS)}", located)
         shown = records.summary(fields, field_count, SUMMARY_FIELDS, located)
-        details = RvDetails(kind, field_count, shown, count, keys, raw, values)
-        return PhysicalMessage(_descriptor(msg_type, correl), payload, self.source, index, base_offset + pos,
+        details = RvDetails(kind, field_count, shown, count, header, raw, values)
+        return PhysicalMessage(_descriptor(msg_type), payload, self.source, index, base_offset + pos,
                                base_offset + end, details=details, reread_hint=hint), end
+
+
+def _header_end(data: bytes, pos: int) -> Optional[int]:
+    """Where the RV message at ``pos`` ends, when its header reads there; else None."""
+    try:
+        return message_end(data, pos)
+    except CmiFormatError:
+        return None
+
+
+def _kind_at(data: bytes, pos: int) -> str:
+    """The message type of the (damaged) RV message at ``pos``: its first field's name, when it is
+    one of seed 001's."""
+    name_at = pos + HEADER.size
+    if name_at >= len(data):
+        return ""
+    name = data[name_at + 1:name_at + 1 + data[name_at]].split(b"\0", 1)[0].decode("latin-1")
+    return name if name in records.KINDS else ""
 
 
 class RvFormat(CaptureFormat):
@@ -118,19 +148,48 @@ class RvFormat(CaptureFormat):
         return len(head) >= 8 and int.from_bytes(head[4:8], "big") == MAGIC
 
     def parse(self, data: bytes, source: str, base_offset: int = 0, first_index: int = 0) -> Iterator[PhysicalMessage]:
+        return self._messages(data, source, base_offset, first_index, recovering=False)
+
+    def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+        """Every message of the file, a damaged one as a message of its own (``resync``), read
+        with one ``_Reader``: the messages after damage keep their attachment's layout."""
+        with open_capture(path) as f, decompressing(path):
+            data = f.read()
+        return kept(self._messages(data, path, 0, 0, recovering=True), keep)
+
+    def _messages(self, data: bytes, source: str, base_offset: int, first_index: int,
+                  recovering: bool) -> Iterator[PhysicalMessage]:
         reader, pos, index = _Reader(source), 0, first_index
         while pos < len(data):
-            message, pos = reader.message(data, pos, base_offset, index)
+            try:
+                message, end = reader.message(data, pos, base_offset, index)
+            except CmiFormatError as e:
+                if not recovering:
+                    raise
+                resume = self.resync(data, pos, pos + 1)
+                end = len(data) if resume is None else resume
+                kind = _kind_at(data, pos)
+                reader.damaged(kind)
+                damaged = damaged_message(None, source, index, base_offset + pos, base_offset + end, KeptError.of(e))
+                message = dataclasses.replace(damaged, details=RvDetails(kind, 0, ""))
             yield message
-            index += 1
+            pos, index = end, index + 1
 
     def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
-        """The end of the damaged message, when its header still gives its size: each RV message
-        declares its own length, so one with a bad field does not hide the rest."""
-        try:
-            return message_end(data, start)
-        except CmiFormatError:
-            return None
+        """The end of the damaged message, when its header still gives a size after which the next
+        message's header reads (each RV message declares its own length, so one with a bad field
+        does not hide the rest); else the next place after ``offset`` where an RV header reads."""
+        end = _header_end(data, start)
+        if end is not None and (end == len(data) or _header_end(data, end) is not None):
+            return end
+        at = max(offset, start + 1)
+        while True:
+            magic = data.find(_MAGIC_BYTES, at + 4)
+            if magic < 0:
+                return None
+            if _header_end(data, magic - 4) is not None:
+                return magic - 4
+            at = magic - 3
 
     def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
               deterministic: bool = False) -> int:
@@ -146,46 +205,7 @@ class RvTransport(Transport):
 
     def logical_messages(self, messages: Sequence[PhysicalMessage]
                          ) -> Tuple[List[PhysicalMessage], List[UnjoinedMessage]]:
-        out: List[PhysicalMessage] = []
-        keys: List[bytes] = []  # the current HDR's attachment keys still to come
-        message_correl: Optional[bytes] = None
-        key, k = None, 0  # the attachment being read and its last sequence number
-        for m in messages:
-            details = m.details
-            if not isinstance(details, RvDetails):
-                out.append(m)
-                continue
-            kind = details.kind
-            if kind == "HDR":
-                keys, message_correl, key, k = list(details.keys[:-1]), details.keys[-1], None, 0
-                out.append(m)
-                continue
-            if kind in ("MSG", "DATA") and message_correl is not None and key is None:
-                out.append(self._with_correl(m, message_correl))
-                continue
-            if key is None:
-                if not keys:
-                    out.append(dataclasses.replace(m, descriptor=None, problem=f"{kind} message outside any "
-                                                   f"attachment (no HDR lists one still open)"))
-                    continue
-                key, k = keys.pop(0), 0
-            if kind == "LST":
-                problem = None
-                if details.count != k:
-                    problem = (f"its LST counts {details.count} messages, {k} were found between the "
-                               f"header and it")
-                count = dataclasses.replace(self._with_correl(m, count_correl_id(key)),
-                                            payload=records.WIRE.structs()[0].pack(k), problem=problem)
-                out.append(count)
-                key = None
-                continue
-            k += 1
-            out.append(self._with_correl(m, sequence_correl_id(key, k)))
-        return out, []
-
-    @staticmethod
-    def _with_correl(message: PhysicalMessage, correl_id: bytes) -> PhysicalMessage:
-        return dataclasses.replace(message, descriptor=dataclasses.replace(message.descriptor, correl_id=correl_id))
+        return sequence.cmi_messages(messages), []
 
     def rebuild(self, pieces: Sequence[PhysicalMessage], hint: Any = None) -> PhysicalMessage:
         [message] = pieces
@@ -208,7 +228,7 @@ class RvTransport(Transport):
         if not isinstance(details, RvDetails):
             return {}
         # RV messages carry no MQ-style descriptor: the CMI roles are read off their order instead.
-        return {"msg_type": None, "correl_id": None, "encoding": None, "ccsid": None, "rv_type": details.kind,
+        return {"msg_type": None, "correl_id": None, "encoding": None, "ccsid": None, "rv_type": details.kind or None,
                 "rv_fields": details.field_count, "rv_summary": details.summary}
 
 
