@@ -167,6 +167,39 @@ def test_head_permissive_ends_with_the_report_of_what_was_lost():
     assert len(reports) == 1 and "sequenced message 4 is missing" in reports[0]
 
 
+def without_message(tmp_path, source: str, index: int) -> str:
+    """A copy of a dmpmqmsg dump whose block ``* Index <index>`` is deleted."""
+    text = open(source, encoding="latin-1").read()
+    start = text.index(f"\n* Index {index}\n")
+    end = text.index("\n* Index ", start + 1)
+    path = tmp_path / "lost.dmp"
+    path.write_text(text[:start] + text[end:], encoding="latin-1")
+    return str(path)
+
+
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED"])
+def test_head_and_extract_never_return_made_up_rows(tmp_path, mode):
+    """Issue 26's reproducer: mixed_types.dmp without message 7 (the first of two observation
+    messages). The read modes returned a row of garbage as a good row, and head exited 0."""
+    clean = run_json("head", os.path.join(SAMPLES, "mixed_types.dmp"), "WORK.CUSTOMERS", "-n", "100")["rows"]
+    path = without_message(tmp_path, os.path.join(SAMPLES, "mixed_types.dmp"), 7)
+    shown = run_json("head", path, "WORK.CUSTOMERS", "--mode", mode, "-n", "100")["rows"]
+    good = [{k: v for k, v in r.items() if k != "_corrupt_record"} for r in shown if not r.get("_corrupt_record")]
+    # Message 8 holds the stream's end: its rows are placed from the end and are the clean read's last rows.
+    assert good and good == clean[len(clean) - len(good):]
+    reports = [r["_corrupt_record"] for r in shown if r.get("_corrupt_record")]
+    lost = len(clean) - len(good)
+    assert len(reports) == (1 if mode == "PERMISSIVE" else 0)
+    if reports:
+        assert "sequenced message 5 is missing" in reports[0] and f"observations 1 to {lost} lost ({lost})" in reports[0]
+    document = run_json("extract", path, str(tmp_path / "out"), "--mode", mode)
+    written = pq.read_table(tmp_path / "out" / "WORK.CUSTOMERS.parquet").to_pylist()
+    assert [r for r in written if not r.get("_corrupt_record")] == [
+        r for r in reading.view_table(reading.read_options([path], {}, view="dataset", mode=mode)).to_pylist()
+        if not r.get("_corrupt_record")]
+    assert len([r for r in written if not r.get("_corrupt_record")]) == len(good) and document["skipped"] == []
+
+
 # -- messages ----------------------------------------------------------------------------------------
 
 def test_messages_lists_every_message(nightly):
