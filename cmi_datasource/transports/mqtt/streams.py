@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
-from ...errors import Location
+from ...errors import CmiFormatError, Location
 from ...messages import Descriptor, PhysicalMessage
 from ..mq import mqget
 from ..mq.envelope import unwrap
@@ -83,10 +83,12 @@ def cmi_message(payload: bytes, properties: Sequence[Tuple[str, Any]], source: s
 
 
 def stream_messages(data: bytes, source: str, base_offset: int = 0, first_index: int = 0,
-                    connect: Optional[packets.Connect] = None, rereading: bool = False) -> Iterator[PhysicalMessage]:
+                    connect: Optional[packets.Connect] = None, rereading: bool = False,
+                    aliases: Optional[Dict[int, str]] = None) -> Iterator[PhysicalMessage]:
     """The packets of one direction of one connection as physical messages. ``connect``: the
-    connection's CONNECT when it is not in ``data`` (the broker's direction of a capture)."""
-    aliases: Dict[int, str] = {}
+    connection's CONNECT when it is not in ``data`` (the broker's direction of a capture);
+    ``aliases``: the topic aliases set before ``data`` (a stream read in pieces), kept up to date."""
+    aliases = {} if aliases is None else aliases
     pos, index = 0, first_index
     while pos < len(data):
         where = Location(source, index, base_offset + pos)
@@ -144,3 +146,24 @@ def publish_message(data: bytes, packet: packets.Packet, connect: packets.Connec
     return dataclasses.replace(message, details=details, problem=problem or message.problem,
                                header_length=message.header_length + publish.payload_start - packet.start,
                                reread_hint=connect.level)
+
+
+def whole_packets(data: bytes) -> int:
+    """Where the last MQTT packet held whole in ``data`` ends, from their fixed headers: a stream
+    is read in pieces of whole packets (what a malformed header stops is read, and reported, in
+    the next piece)."""
+    pos = 0
+    while pos < len(data):
+        try:
+            length, body = packets.read_remaining_length(data, pos + 1)
+        except CmiFormatError:
+            return pos
+        if body + length > len(data):
+            return pos
+        pos = body + length
+    return pos
+
+
+def connect_of(details: MqttDetails) -> packets.Connect:
+    """The CONNECT a CONNECT message's details describe: what the packets after it are read by."""
+    return packets.Connect(details.version, {"3.1": 3, "3.1.1": 4, "5.0": 5}[details.version], details.client_id or "", 0)

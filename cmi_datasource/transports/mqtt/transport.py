@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, BinaryIO, Dict, Iterable, Iterator, Optional, Sequence
+from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import pyarrow as pa
 
 from ...errors import CmiFormatError, CmiOptionError, message_number
 from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage
-from ..base import CaptureFormat, Keep, Transport, kept, read_spans
+from ..base import READ_CHUNK_BYTES, CaptureFormat, Keep, Transport, kept, parse_in_chunks, read_spans
 from . import packets
 from .packets import CONNECT
 from ..tcp import is_pcap
 from .pcap import PcapCache
 from .publish import parse_broker, publish, write_stream
-from .streams import MqttDetails, publish_message, stream_messages
+from .streams import MqttDetails, connect_of, publish_message, stream_messages, whole_packets
 
 
 BROKER_OPTION = "mqtt.broker"
@@ -59,6 +59,22 @@ class MqttStreamFormat(CaptureFormat):
     def parse(self, data: bytes, source: str, base_offset: int = 0, first_index: int = 0) -> Iterator[PhysicalMessage]:
         return self._parse(data, source, base_offset, first_index, rereading=False)
 
+    whole_records = staticmethod(whole_packets)
+
+    def scan_from(self, path: str, start: int, first_index: int,
+                  keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+        # In pieces of whole packets, in order: the CONNECT and topic aliases of one piece hold in the next.
+        aliases: Dict[int, str] = {}
+        connect: List[Optional[packets.Connect]] = [None]
+
+        def parse(data: bytes, source: str, base: int, index: int, stop: int) -> Iterator[PhysicalMessage]:
+            for message in stream_messages(data if stop == len(data) else data[:stop], source, base, index,
+                                           connect=connect[0], aliases=aliases):
+                if isinstance(message.details, MqttDetails) and message.details.packet_type == "CONNECT":
+                    connect[0] = connect_of(message.details)
+                yield message
+        return parse_in_chunks(path, READ_CHUNK_BYTES, whole_packets, parse, keep, start, first_index, threads=False)
+
     def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
               deterministic: bool = False, client_id: str = "cmi-datasource", topic: str = "sas/cmi") -> int:
         return write_stream(out, messages, client_id, topic)
@@ -84,7 +100,7 @@ class PcapFormat(CaptureFormat):
         return is_pcap(head)
 
     def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
-        return kept(self.cache.get(path), keep)
+        return kept(self.cache.messages_of(path), keep)
 
     def reread(self, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
         return self.cache.spans(spans)

@@ -20,7 +20,7 @@ import pyarrow as pa
 from ...cmi.correl import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, count_correl_id, sequence_correl_id
 from ...errors import CmiFormatError, Location
 from ...messages import Descriptor, OutgoingMessage, PhysicalMessage, UnjoinedMessage
-from ..base import CaptureFormat, Transport
+from ..base import READ_CHUNK_BYTES, CaptureFormat, Keep, Transport, parse_in_chunks
 from . import records
 from .observations import observation_rows
 from .records import ENCODING, ObservationLayout
@@ -118,11 +118,36 @@ class RvFormat(CaptureFormat):
         return len(head) >= 8 and int.from_bytes(head[4:8], "big") == MAGIC
 
     def parse(self, data: bytes, source: str, base_offset: int = 0, first_index: int = 0) -> Iterator[PhysicalMessage]:
-        reader, pos, index = _Reader(source), 0, first_index
-        while pos < len(data):
+        return self._parse(_Reader(source), data, source, base_offset, first_index)
+
+    @staticmethod
+    def _parse(reader: _Reader, data: bytes, source: str, base_offset: int, index: int,
+               stop: Optional[int] = None) -> Iterator[PhysicalMessage]:
+        pos, stop = 0, len(data) if stop is None else stop
+        while pos < stop:
             message, pos = reader.message(data, pos, base_offset, index)
             yield message
             index += 1
+
+    def whole_records(self, data: bytes) -> int:
+        """Where the last RV message held whole in ``data`` ends (each declares its size): one cut
+        by the end of ``data``, or damage, stops the walk."""
+        pos = 0
+        while True:
+            try:
+                pos = message_end(data, pos)
+            except CmiFormatError:
+                return pos
+
+    def scan_from(self, path: str, start: int, first_index: int,
+                  keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+        # In pieces, in order, through one reader: the DAT and VAR messages of one piece lay out
+        # the ATO messages of the next.
+        reader = _Reader(path)
+        return parse_in_chunks(path, READ_CHUNK_BYTES, self.whole_records,
+                               lambda data, source, base, index, stop: self._parse(reader, data, source, base, index,
+                                                                                   stop),
+                               keep, start, first_index, threads=False)
 
     def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
         """The end of the damaged message, when its header still gives its size: each RV message
