@@ -48,55 +48,102 @@ def _open_gzip(raw: BinaryIO) -> BinaryIO:
 
 
 class _ZstdFrames(io.RawIOBase):
-    """A Zstandard stream, frame after frame, decompressed a little input at a time. zstandard's
-    ``stream_reader`` ends quietly where a cut file ends (its bytes then seem to be all there is)
-    and stops after the first frame; this reader knows whether the input ended inside a frame
-    (``EOFError``, as gzip, bzip2 and xz say it), and reads every frame. Each call decompresses
-    at most ``_INPUT_PIECE`` bytes of input, so what one call gives is bounded too: a zstd block
-    of 4 bytes can stand for 128 KiB of zeros."""
-
-    _INPUT_PIECE = 1 << 10  # at most 32 MiB out (a run-length block: 4 bytes in, 128 KiB out)
+    """A Zstandard stream, every frame of it (``pzstd`` writes several). zstandard's reader ends
+    quietly where a cut file ends, as if its bytes were all there is: the frames' headers are
+    followed as the compressed bytes go by (``_ZstdFrameEnds``), and a stream that ends inside a
+    frame is an ``EOFError``, as gzip, bzip2 and xz say it. Each read gives at most what it is
+    asked for, whatever a block stands for (4 bytes can be 128 KiB of zeros)."""
 
     def __init__(self, raw: BinaryIO):
         super().__init__()
         import zstandard
-        self._raw, self._zstd = raw, zstandard.ZstdDecompressor()
-        self._frame = None  # the frame being decompressed, None between frames
-        self._input = b""  # read from the file, not yet given to a frame
-        self._out, self._at = b"", 0  # decompressed, and how much of it was returned
+        self._ends = _ZstdFrameEnds()
+        self._raw = raw
+        self._stream = zstandard.ZstdDecompressor().stream_reader(self._compressed(), read_across_frames=True,
+                                                                  closefd=False)
+
+    def _compressed(self):
+        frames = self
+
+        class Followed:
+            def read(self, size: int = -1) -> bytes:
+                data = frames._raw.read(size)
+                frames._ends.feed(data)
+                return data
+        return Followed()
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, view) -> int:
-        while self._at == len(self._out):
-            if not self._decompress_more():
-                return 0
-        n = min(len(view), len(self._out) - self._at)
-        view[:n] = memoryview(self._out)[self._at:self._at + n]
-        self._at += n
+        n = self._stream.readinto(view)
+        if not n and not self._ends.at_frame_end:
+            raise EOFError("the compressed data ends inside a zstd frame")
         return n
-
-    def _decompress_more(self) -> bool:
-        """Decompress one more piece of input into ``_out``; False at the end of the stream."""
-        if not self._input:
-            self._input = self._raw.read(self._INPUT_PIECE)
-            if not self._input:
-                if self._frame is not None:
-                    raise EOFError("the compressed data ends inside a zstd frame")
-                return False
-        if self._frame is None:
-            self._frame = self._zstd.decompressobj()
-        piece, self._input = self._input[:self._INPUT_PIECE], self._input[self._INPUT_PIECE:]
-        self._out, self._at = self._frame.decompress(piece), 0
-        if self._frame.eof:  # the frame ended inside this piece: what follows starts the next one
-            self._input, self._frame = self._frame.unused_data + self._input, None
-        return True
 
     def close(self) -> None:
         if not self.closed:
+            self._stream.close()
             self._raw.close()
         super().close()
+
+
+class _ZstdFrameEnds:
+    """Where the frames of a Zstandard stream end, from their headers alone (RFC 8878): a frame's
+    header, its blocks (3-byte headers giving their sizes, the last flagged) and its optional
+    checksum, or a skippable frame's size. ``at_frame_end``: the bytes fed so far end a frame."""
+
+    _ZSTD_MAGIC, _SKIPPABLE = b"\x28\xb5\x2f\xfd", b"\x2a\x4d\x18"
+
+    def __init__(self):
+        self._state, self._need, self._head, self._skip = "magic", 4, b"", 0
+        self._checksum = False
+        self._lost = False  # bytes that begin no frame: zstandard says what is wrong with them
+
+    @property
+    def at_frame_end(self) -> bool:
+        return self._lost or (self._state == "magic" and not self._head and not self._skip)
+
+    def feed(self, data: bytes) -> None:
+        pos = 0
+        while pos < len(data) and not self._lost:
+            if self._skip:
+                step = min(self._skip, len(data) - pos)
+                self._skip, pos = self._skip - step, pos + step
+                continue
+            take = min(self._need - len(self._head), len(data) - pos)
+            self._head, pos = self._head + data[pos:pos + take], pos + take
+            if len(self._head) == self._need:
+                head, self._head = self._head, b""
+                self._advance(head)
+
+    def _advance(self, head: bytes) -> None:
+        state = self._state
+        if state == "magic":
+            if head == self._ZSTD_MAGIC:
+                self._state, self._need = "descriptor", 1
+            elif head[1:] == self._SKIPPABLE and head[0] & 0xF0 == 0x50:
+                self._state, self._need = "skippable", 4
+            else:
+                self._lost = True
+        elif state == "skippable":
+            self._skip, self._state, self._need = int.from_bytes(head, "little"), "magic", 4
+        elif state == "descriptor":
+            descriptor = head[0]
+            single_segment = bool(descriptor & 0x20)
+            content_size = (1 if single_segment else 0, 2, 4, 8)[descriptor >> 6]
+            rest = (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3] + content_size
+            self._checksum = bool(descriptor & 0x04)
+            self._state, self._need = ("header", rest) if rest else ("block", 3)
+        elif state == "header":
+            self._state, self._need = "block", 3
+        elif state == "block":
+            header = int.from_bytes(head, "little")
+            self._skip = 1 if (header >> 1) & 3 == 1 else header >> 3  # a run-length block holds its one byte
+            if header & 1:  # the frame's last block
+                self._state, self._need = ("checksum", 4) if self._checksum else ("magic", 4)
+        else:  # checksum
+            self._state, self._need = "magic", 4
 
 
 def _open_zstd(raw: BinaryIO) -> BinaryIO:
@@ -108,6 +155,9 @@ def _decompression_errors() -> Tuple[type, ...]:
     import zstandard
     from isal.isal_zlib import IsalError
     return EOFError, zlib.error, lzma.LZMAError, OSError, ValueError, zstandard.ZstdError, IsalError
+
+
+_DECOMPRESSED_STEP = 64 << 10
 
 
 class _Decompressed(io.RawIOBase):
@@ -128,7 +178,9 @@ class _Decompressed(io.RawIOBase):
 
     def readinto(self, view) -> int:
         try:
-            n = self._stream.readinto(view)
+            # A little at a time: what a failing call decompressed is lost with it, so the offset
+            # named is within this much of where the stream breaks.
+            n = self._stream.readinto(memoryview(view)[:_DECOMPRESSED_STEP])
         except CmiError:
             raise
         except _decompression_errors() as e:
@@ -196,6 +248,7 @@ COMPRESSIONS = (
     Compression("bzip2", b"BZh", lambda raw: bz2.open(raw, "rb")),
     Compression("xz", b"\xfd7zXZ\x00", lambda raw: lzma.open(raw, "rb")),
     Compression("zstd", b"\x28\xb5\x2f\xfd", _open_zstd),
+    Compression("zstd", b"\x50\x2a\x4d\x18", _open_zstd),  # a skippable frame first, as pzstd writes
 )
 _MAGIC_BYTES = max(len(c.magic) for c in COMPRESSIONS)
 
