@@ -15,15 +15,31 @@ once per read. Memory stays bounded by the chunks read, never by the file.
 from __future__ import annotations
 
 import bz2
-import contextlib
 import io
 import lzma
 import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, Optional, Tuple
 
-from .errors import Location, TruncatedError
+from .errors import CmiError, CompressedStreamError, Location
 from .storage import open_input
+
+# What one record of a capture (a text line or message, a frame, a packet, a TCP stream's unread
+# bytes) may take, decompressed: reading holds a few times this much at most, whatever the file
+# holds. 64 MiB is 2,000 times the largest CMI message (32 KiB, cmi-contract.md) and holds an MQ
+# message of 30 MB as dmpmqmsg hex; MQ allows 100 MB, which read option maxRecordBytes can admit.
+DEFAULT_MAX_RECORD_BYTES = 64 << 20
+_limits = {"record": DEFAULT_MAX_RECORD_BYTES}
+
+
+def max_record_bytes() -> int:
+    """The bound on one record in this process (read option ``maxRecordBytes``)."""
+    return _limits["record"]
+
+
+def limit_records(size: int) -> None:
+    """Bound one record at ``size`` bytes in this process (what read option ``maxRecordBytes`` sets)."""
+    _limits["record"] = int(size)
 
 
 def _open_gzip(raw: BinaryIO) -> BinaryIO:
@@ -31,11 +47,154 @@ def _open_gzip(raw: BinaryIO) -> BinaryIO:
     return igzip.open(raw, "rb")
 
 
-def _open_zstd(raw: BinaryIO) -> BinaryIO:
-    import io
+class _ZstdFrames(io.RawIOBase):
+    """A Zstandard stream, every frame of it (``pzstd`` writes several). zstandard's reader ends
+    quietly where a cut file ends, as if its bytes were all there is: the frames' headers are
+    followed as the compressed bytes go by (``_ZstdFrameEnds``), and a stream that ends inside a
+    frame is an ``EOFError``, as gzip, bzip2 and xz say it. Each read gives at most what it is
+    asked for, whatever a block stands for (4 bytes can be 128 KiB of zeros)."""
 
+    def __init__(self, raw: BinaryIO):
+        super().__init__()
+        import zstandard
+        self._ends = _ZstdFrameEnds()
+        self._raw = raw
+        self._stream = zstandard.ZstdDecompressor().stream_reader(self._compressed(), read_across_frames=True,
+                                                                  closefd=False)
+
+    def _compressed(self):
+        frames = self
+
+        class Followed:
+            def read(self, size: int = -1) -> bytes:
+                data = frames._raw.read(size)
+                frames._ends.feed(data)
+                return data
+        return Followed()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, view) -> int:
+        n = self._stream.readinto(view)
+        if not n and not self._ends.at_frame_end:
+            raise EOFError("the compressed data ends inside a zstd frame")
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stream.close()
+            self._raw.close()
+        super().close()
+
+
+class _ZstdFrameEnds:
+    """Where the frames of a Zstandard stream end, from their headers alone (RFC 8878): a frame's
+    header, its blocks (3-byte headers giving their sizes, the last flagged) and its optional
+    checksum, or a skippable frame's size. ``at_frame_end``: the bytes fed so far end a frame."""
+
+    _ZSTD_MAGIC, _SKIPPABLE = b"\x28\xb5\x2f\xfd", b"\x2a\x4d\x18"
+
+    def __init__(self):
+        self._state, self._need, self._head, self._skip = "magic", 4, b"", 0
+        self._checksum = False
+        self._lost = False  # bytes that begin no frame: zstandard says what is wrong with them
+
+    @property
+    def at_frame_end(self) -> bool:
+        return self._lost or (self._state == "magic" and not self._head and not self._skip)
+
+    def feed(self, data: bytes) -> None:
+        pos = 0
+        while pos < len(data) and not self._lost:
+            if self._skip:
+                step = min(self._skip, len(data) - pos)
+                self._skip, pos = self._skip - step, pos + step
+                continue
+            take = min(self._need - len(self._head), len(data) - pos)
+            self._head, pos = self._head + data[pos:pos + take], pos + take
+            if len(self._head) == self._need:
+                head, self._head = self._head, b""
+                self._advance(head)
+
+    def _advance(self, head: bytes) -> None:
+        state = self._state
+        if state == "magic":
+            if head == self._ZSTD_MAGIC:
+                self._state, self._need = "descriptor", 1
+            elif head[1:] == self._SKIPPABLE and head[0] & 0xF0 == 0x50:
+                self._state, self._need = "skippable", 4
+            else:
+                self._lost = True
+        elif state == "skippable":
+            self._skip, self._state, self._need = int.from_bytes(head, "little"), "magic", 4
+        elif state == "descriptor":
+            descriptor = head[0]
+            single_segment = bool(descriptor & 0x20)
+            content_size = (1 if single_segment else 0, 2, 4, 8)[descriptor >> 6]
+            rest = (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3] + content_size
+            self._checksum = bool(descriptor & 0x04)
+            self._state, self._need = ("header", rest) if rest else ("block", 3)
+        elif state == "header":
+            self._state, self._need = "block", 3
+        elif state == "block":
+            header = int.from_bytes(head, "little")
+            self._skip = 1 if (header >> 1) & 3 == 1 else header >> 3  # a run-length block holds its one byte
+            if header & 1:  # the frame's last block
+                self._state, self._need = ("checksum", 4) if self._checksum else ("magic", 4)
+        else:  # checksum
+            self._state, self._need = "magic", 4
+
+
+def _open_zstd(raw: BinaryIO) -> BinaryIO:
+    return _ZstdFrames(raw)
+
+
+def _decompression_errors() -> Tuple[type, ...]:
+    """What the decompressors raise on a cut or corrupt stream."""
     import zstandard
-    return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), buffer_size=1 << 20)
+    from isal.isal_zlib import IsalError
+    return EOFError, zlib.error, lzma.LZMAError, OSError, ValueError, zstandard.ZstdError, IsalError
+
+
+_DECOMPRESSED_STEP = 64 << 10
+
+
+class _Decompressed(io.RawIOBase):
+    """A decompressed stream whose failures are typed: whatever its decompressor raises on a cut
+    or corrupt stream (EOFError, zlib's, lzma's, ISA-L's ``IsalError``, zstandard's ``ZstdError``,
+    gzip's ``BadGzipFile``) is a ``CompressedStreamError`` naming the file and the decompressed
+    offset reached. Every reader of a compressed capture reads through it: format detection, the
+    message index, partitions, pcap readers alike."""
+
+    def __init__(self, stream: BinaryIO, path: str, compression: str):
+        super().__init__()
+        self._stream, self._path, self._compression = stream, path, compression
+        self.position = 0  # decompressed bytes given so far
+        self.name = path
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, view) -> int:
+        try:
+            # A little at a time: what a failing call decompressed is lost with it, so the offset
+            # named is within this much of where the stream breaks.
+            n = self._stream.readinto(memoryview(view)[:_DECOMPRESSED_STEP])
+        except CmiError:
+            raise
+        except _decompression_errors() as e:
+            raise CompressedStreamError(
+                f"the {self._compression} stream is cut short or damaged ({type(e).__name__}: {e}); the file "
+                f"offset is in its decompressed bytes, and nothing after it can be read",
+                Location(self._path, None, self.position)) from None
+        self.position += n or 0
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stream.close()
+        super().close()
 
 
 @dataclass(frozen=True)
@@ -45,7 +204,8 @@ class Compression:
     decompress: Callable[[BinaryIO], BinaryIO]  # the decompressed stream of a raw file, closing it when closed
 
     def open(self, path: str) -> BinaryIO:
-        return self.decompress(_Buffered(open_input(path)))
+        return io.BufferedReader(_Decompressed(self.decompress(_Buffered(open_input(path))), path, self.name),
+                                 buffer_size=READ_AHEAD_BYTES)
 
 
 class _Buffered(io.BufferedReader):
@@ -88,6 +248,7 @@ COMPRESSIONS = (
     Compression("bzip2", b"BZh", lambda raw: bz2.open(raw, "rb")),
     Compression("xz", b"\xfd7zXZ\x00", lambda raw: lzma.open(raw, "rb")),
     Compression("zstd", b"\x28\xb5\x2f\xfd", _open_zstd),
+    Compression("zstd", b"\x50\x2a\x4d\x18", _open_zstd),  # a skippable frame first, as pzstd writes
 )
 _MAGIC_BYTES = max(len(c.magic) for c in COMPRESSIONS)
 
@@ -100,23 +261,13 @@ def compression_of(path: str) -> Optional[Compression]:
 
 
 def open_capture(path: str) -> BinaryIO:
-    """The capture file's bytes, decompressed when it is compressed; read them inside
-    ``decompressing(path)`` so that a damaged stream is a typed error."""
+    """The capture file's bytes, decompressed when it is compressed; a failed read (an I/O error,
+    a cut or corrupt stream) is a typed error naming the file and the offset."""
     compression = compression_of(path)
     return _Buffered(open_input(path)) if compression is None else compression.open(path)
 
 
-@contextlib.contextmanager
-def decompressing(path: str, position: Callable[[], int] = lambda: None):
-    """Turn what a decompressor raises on a cut or corrupt stream (EOFError, zlib, lzma, zstd
-    errors) into a ``TruncatedError`` naming the file and the decompressed offset reached."""
-    try:
-        yield
-    except (EOFError, zlib.error, lzma.LZMAError, OSError, ValueError) as e:
-        if isinstance(e, (FileNotFoundError, PermissionError)) or compression_of(path) is None:
-            raise
-        raise TruncatedError(f"the compressed file is cut short or damaged ({type(e).__name__}: {e}); the "
-                             f"byte offset is in its decompressed bytes", Location(path, None, position())) from None
+_UNKNOWN_SIZE_FIRST_READ = 64 << 10
 
 
 class CaptureReader:
@@ -131,12 +282,19 @@ class CaptureReader:
         self._file = open_input(path) if self.compression is None else self.compression.open(path)
         self._position = 0  # of a compressed stream
         self._last_start, self._last = 0, b""
+        # A plain file's size when its system says (a /proc file says 0): a read asks for no more
+        # than the file holds, so a small file is not given a chunk's worth of memory.
+        self._size = self._file.size() if self.compression is None else 0
 
     def read(self, start: int, size: int) -> bytes:
         """Up to ``size`` bytes from offset ``start`` (fewer at the end of the file)."""
         if self.compression is None:
             self._file.seek(start)
-            parts = [self._file.read(size)]
+            if self._size:
+                size = max(min(size, self._size - start), 0)
+                parts = [self._file.read(size)]
+            else:  # an empty file, or one whose size is unknown: a little first
+                parts = [self._file.read(min(size, _UNKNOWN_SIZE_FIRST_READ))]
             while 0 < len(parts[-1]) and sum(map(len, parts)) < size:  # a raw read may stop short
                 parts.append(self._file.read(size - sum(map(len, parts))))
             return parts[0] if len(parts) == 1 else b"".join(parts)
@@ -170,8 +328,7 @@ class CaptureReader:
         return len(data)
 
     def _forward(self, size: int) -> bytes:
-        with decompressing(self.path, lambda: self._position):
-            data = self._file.read(size)
+        data = self._file.read(size)
         self._position += len(data)
         return data
 
@@ -197,20 +354,28 @@ class CaptureReader:
         self.close()
 
 
-def read_in_chunks(path: str, chunk_bytes: int, whole_records: Callable[[bytes], int]
-                   ) -> Iterator[Tuple[int, bytes, int]]:
-    """(offset, data, stop) for consecutive chunks of the file: ``data[:stop]`` holds whole records
-    (``whole_records(data)`` says where the last complete one ends), and the next chunk starts at
-    ``offset + stop``. A chunk holding no whole record grows until it does; memory is bounded by
-    the chunk size and the largest record, whatever the file size."""
+def read_in_chunks(path: str, chunk_bytes: int, whole_records: Callable[[bytes], int],
+                   start: int = 0) -> Iterator[Tuple[int, bytes, int]]:
+    """(offset, data, stop) for consecutive chunks of the file from offset ``start``: ``data[:stop]``
+    holds whole records (``whole_records(data)`` says where the last complete one ends), and the
+    next chunk starts at ``offset + stop``. A chunk holding no whole record grows until it does,
+    up to ``max_record_bytes()``: a chunk that large still holding none is the last, with ``stop``
+    0 (its record is too large, or no record: the caller says which). Memory is bounded by the
+    chunk size and that bound, whatever the file holds."""
+    limit = max_record_bytes()
+    chunk_bytes = min(chunk_bytes, limit)  # no record larger than the bound is read, whatever the file's size
     with CaptureReader(path) as reader:
-        base, size = 0, chunk_bytes
+        base, size = start, chunk_bytes
         while True:
             data = reader.read(base, size)
             at_end = len(data) < size
             stop = len(data) if at_end else whole_records(data)
             if stop == 0 and not at_end:  # one record longer than the chunk
-                size *= 2
+                if size >= limit:
+                    yield base, data, 0
+                    return
+                data = b""  # not held while the larger chunk is read
+                size = min(size * 2, limit)
                 continue
             yield base, data, stop
             if at_end:

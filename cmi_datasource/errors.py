@@ -330,3 +330,28 @@ def typed_errors() -> Iterator[None]:
         if typed is None:
             raise
         raise typed from e
+
+
+class CompressedStreamError(TruncatedError):
+    """A compressed capture whose stream is cut short or corrupt: its decompressor stopped at the
+    decompressed byte offset named (nothing after it can be read)."""
+
+    hint = ("the compressed file was cut short (a copy or download that stopped early) or is damaged: test it "
+            "with its own tool (gzip -t, zstd -t, xz -t, bzip2 -t), fetch it again, or leave it out of the load")
+
+
+class RecordTooLargeError(CmiFormatError):
+    """One record of a capture (a text line or message, a frame, a packet, the unread bytes of a
+    TCP stream) is longer than option ``maxRecordBytes`` allows: what bounds a read's memory."""
+
+    hint = ("if the capture does hold a message this large, raise option('maxRecordBytes', ...) (its default, "
+            "64 MiB, holds any CMI message); otherwise the file is damaged from this offset: leave it out of the "
+            "load")
+
+
+class InputFileError(CmiFormatError):
+    """A capture path that is no regular file (a directory, a FIFO, a device), or a file whose
+    bytes the system fails to read (an I/O error; ``/proc/self/mem``)."""
+
+    hint = ("give regular capture files: copy what a pipe, a device or a /proc file holds into a file first, "
+            "or leave the path out of the load")

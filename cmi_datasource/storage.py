@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import io
 import os
 import posixpath
 import re
+import stat
 from dataclasses import dataclass
 from typing import BinaryIO, List, Optional, Tuple
 
-from .errors import CmiError, CmiOptionError
+from .errors import CmiError, CmiOptionError, InputFileError, Location
 
 # URI schemes pyarrow.fs opens (gcs and abfss are the same stores as gs and abfs).
 REMOTE_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs")
@@ -139,14 +141,92 @@ def _refused(uri: str, error: BaseException, doing: str) -> CmiError:
 
 def open_input(path: str) -> BinaryIO:
     """The file at ``path`` for reading at any offset (``seek``, ``read``, ``readinto``): a local
-    file unbuffered, or a pyarrow random-access file whose reads are ranged requests."""
+    file unbuffered, or a pyarrow random-access file whose reads are ranged requests. A local path
+    must name a regular file (a FIFO would block, a device or a directory has no end), and a read
+    the system fails is a typed error naming the file and the offset (``_TypedReads``)."""
     if not is_remote(path):
-        return open(local_path(path), "rb", buffering=0)
+        local = local_path(path)
+        try:
+            if not stat.S_ISREG(os.stat(local).st_mode):
+                raise InputFileError(f"{local!r} is {_kind_of(local)}, not a regular file: a capture is read "
+                                     f"from a file", Location(path))
+            return _TypedReads(open(local, "rb", buffering=0), path)
+        except OSError as e:
+            raise _unreadable(path, e, None) from None
     fs, inner = _split(path)
     try:
-        return fs.open_input_file(inner)
+        return _TypedReads(fs.open_input_file(inner), path)
     except OSError as e:
         raise _refused(path, e, "reading") from None
+
+
+def _kind_of(local: str) -> str:
+    """What a path that is no regular file is, in words."""
+    mode = os.stat(local).st_mode
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((words for test, words in kinds if test(mode)), "a special file")
+
+
+def _unreadable(path: str, error: OSError, offset: Optional[int]) -> CmiError:
+    """What a failed open or read of a capture file means for the user, typed."""
+    if is_remote(path):
+        return _refused(path, error, "reading")
+    if isinstance(error, FileNotFoundError):
+        return PathNotFoundError(f"path {path!r} does not exist")
+    return InputFileError(f"the system failed to read the file: {error.strerror or error}", Location(path, None, offset))
+
+
+class _TypedReads(io.RawIOBase):
+    """A capture file whose failed reads are typed errors (``_unreadable``): an I/O error, or a
+    file such as ``/proc/self/mem`` that refuses to be read, is no bare OSError. A read goes
+    straight to the file (into the caller's buffer for ``readinto``), no copy added."""
+
+    def __init__(self, f, path: str):
+        super().__init__()
+        self._f, self.name = f, path
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, view) -> int:
+        try:
+            return self._f.readinto(view)
+        except OSError as e:
+            raise _unreadable(self.name, e, self._offset()) from None
+
+    def read(self, size: Optional[int] = -1) -> bytes:
+        try:
+            return self._f.read() if size is None or size < 0 else self._f.read(size)
+        except OSError as e:
+            raise _unreadable(self.name, e, self._offset()) from None
+
+    def readall(self) -> bytes:
+        return self.read()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def size(self) -> int:
+        """The file's size as its system gives it (0 for a /proc file, whatever it holds)."""
+        return os.fstat(self._f.fileno()).st_size if isinstance(self._f, io.FileIO) else self._f.size()
+
+    def _offset(self) -> Optional[int]:
+        try:
+            return self._f.tell()
+        except (OSError, ValueError):
+            return None
+
+    def close(self) -> None:
+        if not self.closed:
+            self._f.close()
+        super().close()
 
 
 @dataclass(frozen=True)
@@ -254,6 +334,9 @@ def _list_local(given: str) -> List[str]:
                 found.extend(os.path.join(root, f) for f in sorted(files) if _visible(f))
         elif os.path.isfile(path):
             found.append(path)
+        elif os.path.exists(path):  # a FIFO would block the read, a device never end it
+            raise InputFileError(f"{path!r} is {_kind_of(path)}, not a regular file: a capture is read from a file",
+                                 Location(path))
         else:
             raise PathNotFoundError(f"path {path!r} does not exist")
     return [os.path.abspath(p) for p in found]

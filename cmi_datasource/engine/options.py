@@ -16,6 +16,7 @@ from .. import cache
 from ..charsets import CCSID_CODECS, CharsetPolicy
 from ..encoding import ENCODING_BIG_ENDIAN, ENCODING_LITTLE_ENDIAN, ENCODING_ZOS
 from .. import transports
+from ..containers import DEFAULT_MAX_RECORD_BYTES, limit_records
 from ..errors import CmiOptionError, not_one_of
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, NAME_RULES
@@ -31,7 +32,8 @@ DEFAULT_MAX_PARTITION_BYTES = 128 << 20
 # (CREATE TABLE ... USING cmi) adds "owner", "provider" and, with LOCATION, "location" (its path).
 _SPARK_KEYS = ("path", "paths", "owner", "provider", "location")
 READ_OPTIONS = ("format", "view", "dataset", "attachment", "mode", "columnNameOfCorruptRecord", "ccsid",
-                "defaultCcsid", "temporalTypes", "batchRows", "maxPartitionBytes", "minPartitions", "cacheDir")
+                "defaultCcsid", "temporalTypes", "batchRows", "maxPartitionBytes", "minPartitions", "cacheDir",
+                "maxRecordBytes")
 # What a read does about damage, as Spark's file sources name it (README "Damaged captures"):
 # FAILFAST raises, PERMISSIVE adds a row per damaged stretch, DROPMALFORMED keeps trusted rows only.
 FAILFAST, PERMISSIVE, DROPMALFORMED = "failfast", "permissive", "dropmalformed"
@@ -129,6 +131,16 @@ class ReadOptions:
     # Option cacheDir (cache.setting_of: an absolute directory or cache.OFF); None: not given, the
     # environment variable CMI_DATASOURCE_CACHE or the default decides (cache.py).
     cache_dir: Optional[str] = None
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES  # what one record of a capture may take (containers.py)
+
+    # The parsers read the bound of their process (containers.max_record_bytes): options made here,
+    # or unpickled in a Spark worker, set it there.
+    def __post_init__(self) -> None:
+        limit_records(self.max_record_bytes)
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state)
+        limit_records(self.max_record_bytes)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
@@ -167,6 +179,7 @@ class ReadOptions:
                    min_partitions=_int(options, "minpartitions", os.cpu_count() or 1),
                    mode=_choice(options, "mode", FAILFAST, READ_MODES),
                    corrupt_column=_corrupt_column(options),
+                   max_record_bytes=_int(options, "maxrecordbytes", DEFAULT_MAX_RECORD_BYTES),
                    transport_options=tuple(sorted((k, str(v)) for k, v in options.items() if "." in k)),
                    cache_dir=_cache_dir(options))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Dict, List, Optional
 
-from ..containers import decompressing, open_capture
+from ..containers import open_capture
 from ..errors import Location, UnknownCaptureFormatError, not_one_of
 from .base import CaptureFormat, FileView, SpanPayloads, Transport
 
@@ -165,7 +165,7 @@ def _sniffed(head: bytes) -> Optional[CaptureFormat]:
 def detect_format(path: str) -> CaptureFormat:
     """The format of the capture file at ``path``, from its first bytes."""
     _load_builtin()
-    with open_capture(path) as f, decompressing(path):  # a compressed capture: by what it holds
+    with open_capture(path) as f:  # a compressed capture: by what it holds
         head = f.read(SNIFF_BYTES)
     found = _sniffed(head)
     if found is None:

@@ -10,6 +10,7 @@ a particular transport; ``transports/__init__.py`` keeps the registry.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import os
 from collections import deque
@@ -22,8 +23,8 @@ from typing import (Any, BinaryIO, Callable, Deque, Dict, Iterable, Iterator, Li
 import numpy as np
 import pyarrow as pa
 
-from ..containers import CaptureReader, decompressing, open_capture, read_in_chunks
-from ..errors import CmiFormatError, CmiOptionError, KeptError, Location
+from ..containers import CaptureReader, max_record_bytes, read_in_chunks
+from ..errors import CmiFormatError, CmiOptionError, KeptError, Location, RecordTooLargeError, TruncatedError
 from ..messages import Descriptor, MessageSpan, PhysicalMessage, UnjoinedMessage, crc32
 
 Keep = Callable[[PhysicalMessage], PhysicalMessage]  # what a message index keeps of a message
@@ -70,12 +71,27 @@ class CaptureFormat:
         """The physical messages in ``data`` (see ``Parse``), envelopes removed."""
         raise NotImplementedError
 
+    # Where the last record held whole in a piece of the file ends (0: none is): a format that
+    # says is read in pieces of whole records, never whole (``parse_in_chunks``).
+    whole_records: Optional[Callable[[bytes], int]] = None
+
     def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
         """Every physical message of the file, for its message index, each through ``keep``
-        (what the index keeps of it) when given."""
-        with open_capture(path) as f, decompressing(path):
-            data = f.read()
-        return kept(self.parse(data, path), keep)
+        (what the index keeps of it) when given. By default ``parse`` reads the file in pieces of
+        whole records (``whole_records``), in order; a format that cannot say where its records
+        end is read whole, which a file larger than ``max_record_bytes()`` may not be."""
+        return self.scan_from(path, 0, 0, keep)
+
+    def scan_from(self, path: str, start: int, first_index: int,
+                  keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+        """The messages from byte ``start`` (a record's start) on, numbered from ``first_index``:
+        where reading goes on past damage (``scan_recovering``)."""
+        def parse(data: bytes, source: str, base_offset: int, index: int, stop: int) -> Iterator[PhysicalMessage]:
+            return self.parse(data if stop == len(data) else data[:stop], source, base_offset, index)
+        if self.whole_records is not None:
+            return parse_in_chunks(path, READ_CHUNK_BYTES, self.whole_records, parse, keep, start, first_index,
+                                   threads=False)
+        return kept(parse_whole(path, start, first_index, lambda data, s, b, i: parse(data, s, b, i, len(data))), keep)
 
     def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
         """Where in the file's ``data`` the next message starts after a damaged one that starts at
@@ -197,39 +213,86 @@ def damaged_message(descriptor: Optional[Descriptor], source: str, index: int, s
     return PhysicalMessage(descriptor, b"", source, index, start, end, problem=damage.summary(), damage=damage)
 
 
-def scan_recovering(fmt: CaptureFormat, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+def scan_recovering(fmt: CaptureFormat, path: str, keep: Optional[Keep] = None,
+                    read_from: Optional[Callable[[int, int], Iterator[PhysicalMessage]]] = None
+                    ) -> Iterator[PhysicalMessage]:
     """Every physical message of the file, damaged ones too, each through ``keep`` when given: a
     stretch the format cannot parse is one message whose ``damage`` says why, and reading goes
-    on at the next message start the format can find (``resync``). The file is read whole again
-    only when damage is met."""
+    on at the next message start the format can find (``resync``), through ``scan_from`` (or
+    ``read_from(start, first_index)``, for a format whose reading carries state past damage). The
+    damaged stretch is searched a window at a time (``_past_damage``): memory stays bounded
+    whatever it holds (3 GiB of zeros after a dump)."""
+    if read_from is None:
+        def read_from(start: int, first_index: int) -> Iterator[PhysicalMessage]:
+            return fmt.scan(path, keep) if start == 0 else fmt.scan_from(path, start, first_index, keep)
     index, end = 0, 0
-    try:
-        for message in fmt.scan(path, keep):
-            yield message
-            index, end = message.index + 1, message.file_end
-        return
-    except CmiFormatError as e:
-        failure = e
-    with open_capture(path) as f, decompressing(path):
-        data = f.read()
+    messages = read_from(0, 0)
     while True:
-        found_at = failure.location.file_offset
-        after = max(end, found_at if found_at is not None else end) + 1
-        resume = fmt.resync(data, end, after) if after < len(data) else None
-        if resume is not None and resume <= end:
-            resume = None
-        stop = len(data) if resume is None else resume
-        yield from kept([fmt.salvage(data, path, index, end, stop, KeptError.of(failure))], keep)
-        index, end = index + 1, stop
-        if resume is None:
-            return
         try:
-            for message in kept(fmt.parse(data[resume:], path, resume, index), keep):
+            for message in messages:
                 yield message
                 index, end = message.index + 1, message.file_end
             return
         except CmiFormatError as e:
             failure = e
+        resume, stretch = _past_damage(fmt, path, index, end, failure)
+        yield from kept([stretch], keep)
+        if resume is None:
+            return
+        index, end = index + 1, resume
+        messages = read_from(resume, index)
+
+
+# A damaged stretch is searched for the next message start a window at a time: the first small
+# (most damage is followed closely by a message), the next ones twice as large up to the last.
+RECOVERY_FIRST_WINDOW_BYTES = 1 << 20
+RECOVERY_WINDOW_BYTES = 16 << 20
+# Each window starts this far before the last one ended: a message start cut by a window's end is
+# found whole in the next, with the lines before it a format may look back at.
+RECOVERY_OVERLAP_BYTES = 64 << 10
+
+
+def _past_damage(fmt: CaptureFormat, path: str, index: int, start: int,
+                 failure: CmiFormatError) -> Tuple[Optional[int], PhysicalMessage]:
+    """(where reading resumes, None at the end of the file; the damaged stretch from ``start`` to
+    there as message ``index``), the file read forward a window at a time: windows of the
+    stretch pass through ``fmt.resync`` in the window's own offsets."""
+    found_at = failure.location.file_offset
+    after = max(start, found_at if found_at is not None else start) + 1
+    with CaptureReader(path) as reader:
+        base, size = start, RECOVERY_FIRST_WINDOW_BYTES
+        window = first = reader.read(start, size)
+        resume = None
+        while True:
+            at_end = len(window) < size
+            if after < base + len(window):
+                # The stretch's start is the first window's; a later window's resync looks forward only.
+                offset = max(after - base, 0)
+                found = fmt.resync(window, 0, offset)
+                if found is not None and base + found > start and (base == start or found >= offset):
+                    resume = base + found
+                    break
+            if at_end:
+                break
+            base += len(window) - RECOVERY_OVERLAP_BYTES
+            size = min(size * 2, RECOVERY_WINDOW_BYTES)
+            window = reader.read(base, size)
+        stop = resume if resume is not None else base + len(window)
+    seen = first[:stop - start]  # what a format reads of the stretch's start (a descriptor still readable)
+    stretch = fmt.salvage(seen, path, index, 0, len(seen), KeptError.of(failure))
+    return resume, dataclasses.replace(stretch, file_offset=start + stretch.file_offset, file_end=stop)
+
+
+def parse_whole(path: str, start: int, first_index: int, parse: Parse) -> Iterator[PhysicalMessage]:
+    """The messages ``parse`` finds in the file from byte ``start`` to its end, read at once: for a
+    format that cannot be read in pieces, as long as that is at most ``max_record_bytes()``."""
+    limit = max_record_bytes()
+    with CaptureReader(path) as reader:
+        data = reader.read(start, limit + 1)
+    if len(data) > limit:
+        raise RecordTooLargeError(f"the file is read whole by its format, and holds more than {limit} bytes from "
+                                  f"this offset (read option maxRecordBytes)", Location(path, first_index, start))
+    return parse(data, path, start, first_index)
 
 
 def kept(messages: Iterable[PhysicalMessage], keep: Optional[Keep]) -> Iterator[PhysicalMessage]:
@@ -241,23 +304,36 @@ def kept(messages: Iterable[PhysicalMessage], keep: Optional[Keep]) -> Iterator[
 PARSE_THREADS = min(os.cpu_count() or 1, 4)
 
 
+READ_CHUNK_BYTES = 16 << 20  # read and parsed at a time, by a format read in pieces
+
+
 def parse_in_chunks(path: str, chunk_bytes: int, whole_records: Callable[[bytes], int],
                     parse: Callable[..., Iterable[PhysicalMessage]],
-                    keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
-    """The messages of the file, read in chunks of whole records (``read_in_chunks``), each chunk
-    parsed by ``parse(data, source, base_offset, first_index, stop=...)`` and its messages put
-    through ``keep`` on PARSE_THREADS threads, at most as many chunks ahead as threads (memory
-    stays bounded). The messages come in file order, numbered from 0 across chunks; a chunk whose
-    parse fails is parsed again in order, so the error names the right message."""
-    chunks = read_in_chunks(path, chunk_bytes, whole_records)
+                    keep: Optional[Keep] = None, start: int = 0, first_index: int = 0,
+                    threads: bool = True, first_record: Optional[Callable[[bytes], Optional[int]]] = None
+                    ) -> Iterator[PhysicalMessage]:
+    """The messages of the file from byte ``start`` on, read in chunks of whole records
+    (``read_in_chunks``), each chunk parsed by ``parse(data, source, base_offset, first_index,
+    stop=...)`` and its messages put through ``keep`` on PARSE_THREADS threads, at most as many
+    chunks ahead as threads (memory stays bounded); ``threads`` false: in order on this thread,
+    for a parser that carries what one message says to the next. The messages come in file
+    order, numbered from ``first_index`` across chunks; a chunk whose parse fails is parsed again
+    in order, so the error names the right message. A record longer than ``max_record_bytes()``
+    is a ``RecordTooLargeError`` (``_oversized``) at its start, which ``first_record`` finds in a
+    chunk when comments may come before it (a text dump's)."""
+    chunks = read_in_chunks(path, chunk_bytes, whole_records, start)
     first = next(chunks, None)
-    second = next(chunks, None)
-    if second is None:
+    second = next(chunks, None) if first is not None and first[2] else None
+    if second is None or not threads:
         # A file of one chunk (most): parsed here. Handing it to a thread and waiting costs more
         # than the thread saves: 10,000 small dumps took 4.6 s longer to index.
-        if first is not None:
-            base, data, stop = first
-            yield from kept(parse(data, path, base, 0, stop=stop), keep)
+        index = first_index
+        for base, data, stop in itertools.chain([first] if first else [], [second] if second else [], chunks):
+            if stop == 0 and data:
+                _oversized(parse, path, base, data, index, first_record)
+            for message in kept(parse(data, path, base, index, stop=stop), keep):
+                yield message
+                index = message.index + 1
         return
     chunks = itertools.chain([first, second], chunks)
 
@@ -265,11 +341,15 @@ def parse_in_chunks(path: str, chunk_bytes: int, whole_records: Callable[[bytes]
         base, data, stop = chunk
         return list(kept(parse(data, path, base, 0, stop=stop), keep))
 
-    index = 0
+    index = first_index
     pool = _parse_pool()
     pending: Deque[Tuple[Tuple[int, bytes, int], Future]] = deque()
     try:
         for chunk in chunks:
+            if chunk[2] == 0 and chunk[1]:
+                while pending:
+                    index = yield from _in_order(pending.popleft(), index, path, parse, keep)
+                _oversized(parse, path, chunk[0], chunk[1], index, first_record)
             pending.append((chunk, pool.submit(parse_chunk, chunk)))
             while pending and (len(pending) >= PARSE_THREADS or pending[0][1].done()):
                 index = yield from _in_order(pending.popleft(), index, path, parse, keep)
@@ -278,6 +358,34 @@ def parse_in_chunks(path: str, chunk_bytes: int, whole_records: Callable[[bytes]
     finally:
         for _, future in pending:  # a reader that stopped early: nothing more is parsed for it
             future.cancel()
+
+
+def _oversized(parse: Callable[..., Iterable[PhysicalMessage]], path: str, base: int, data: bytes,
+               index: int, first_record: Optional[Callable[[bytes], Optional[int]]] = None) -> None:
+    """Raise what is wrong with ``data``, ``max_record_bytes()`` of the file from ``base`` in which
+    no record ends: the damage ``parse`` finds in it (a line that is no dump line, bytes that
+    are no header), else a ``RecordTooLargeError`` at the record's start. Damage is what
+    ``parse`` finds wherever the bytes are cut: an X line cut at an odd digit, or a length going
+    past the cut (a ``TruncatedError``), is a record longer than the bound, not damage."""
+    found = _damage_in(parse, path, base, data, index)
+    if found is not None and not isinstance(found, TruncatedError):
+        again = _damage_in(parse, path, base, data[:-1], index)
+        if again is not None and (type(again), again.problem, again.location) == (
+                type(found), found.problem, found.location):
+            raise found
+    start = first_record(data) if first_record is not None else None
+    raise RecordTooLargeError(f"no record that starts here ends within {len(data) - (start or 0)} bytes (read "
+                              f"option maxRecordBytes)", Location(path, index, base + (start or 0)))
+
+
+def _damage_in(parse: Callable[..., Iterable[PhysicalMessage]], path: str, base: int, data: bytes,
+               index: int) -> Optional[CmiFormatError]:
+    try:
+        for _ in parse(data, path, base, index, stop=len(data)):
+            pass
+    except CmiFormatError as e:
+        return e
+    return None
 
 
 _POOL: Optional[ThreadPoolExecutor] = None

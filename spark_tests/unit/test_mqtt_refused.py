@@ -208,6 +208,49 @@ def test_after_a_gap_on_one_side_the_other_side_reads_past_its_refused_publish(t
     assert server_rows[3]["packet_id"] == 9 and server_rows[3]["problem"] is None
 
 
+
+def late_mqtt5_beside_another_connection(tmp_path) -> str:
+    """A pcap, frames written by hand: a connection on port 1884 whose CONNECT was not captured
+    sends MQTT 5 PUBLISHes carrying CMI, one a frame, between the frames of a 3.1.1 connection
+    on 1883; only then does its broker answer with a PUBACK whose reason code tells MQTT 5."""
+    late = Conversation(("10.0.0.2", 50000), ("10.0.0.1", 1884), handshake=False)
+    other = Conversation(("10.0.0.3", 50001), ("10.0.0.1", 1883))
+    other.send(other.client, connect(4, "other"))
+    frames = list(other.frames)
+    for n, (d, p) in enumerate(cmi_pairs(), 1):
+        late.send(late.client, publish5("sas/cmi", p, d.correl_id, d.msg_type, packet_id=n), size=1 << 20)
+        other.send(other.client, publish311("sas/other", b"%d" % n))
+        frames += [late.frames[-1], other.frames[-1]]
+    late.send(late.server, packet(0x40, b"\x00\x01\x10"))  # PUBACK, packet id 1, reason code 0x10
+    return write_pcap(tmp_path / "late.pcap", frames + late.frames[-1:])
+
+
+def test_a_pcap_read_frame_by_frame_holds_publishes_until_a_later_packet_tells_the_version(tmp_path):
+    path = late_mqtt5_beside_another_connection(tmp_path)
+    capture = Capture.open(path, use_index_cache=False, options=(("mqtt.port", "1884"),))
+    rows = capture.messages_table().to_pylist()
+    late = [r for r in rows if r["connection"].endswith(":1884")]
+    assert [r["mqtt_type"] for r in late] == ["PUBLISH"] * len(cmi_pairs()) + ["PUBACK"]
+    assert {r["mqtt_version"] for r in late} == {"5.0"} and all(r["problem"] is None for r in rows)
+    assert [r["frame"] for r in rows] == sorted(r["frame"] for r in rows)  # capture order across connections
+    assert {r["mqtt_version"] for r in rows if r not in late} == {"3.1.1"}
+    assert capture.dataset_table().equals(TABLE)
+
+
+def test_what_waits_for_the_version_is_bounded_by_max_record_bytes(tmp_path):
+    path = late_mqtt5_beside_another_connection(tmp_path)
+    try:
+        read_options([path], {"maxRecordBytes": "1500"})  # fewer bytes than the PUBLISHes before the PUBACK
+        rows = rows_of(path, **{"mqtt.port": "1884"})
+    finally:
+        read_options([path], {})
+    late = [r for r in rows if r["connection"].endswith(":1884")]
+    assert [r["mqtt_type"] for r in late] == ["PUBLISH"] * len(cmi_pairs()) + ["PUBACK"]
+    assert all(r["problem"].startswith("PUBLISH before any CONNECT that names the protocol, and no other packet")
+               for r in late[:-1])  # read with what was known when the bound was reached
+    assert late[-1]["mqtt_version"] == "5.0" and late[-1]["problem"] is None
+    assert [r["frame"] for r in rows] == sorted(r["frame"] for r in rows)
+
 # -- raw MQTT streams: the same refusals, bytes from the OASIS rules -------------------------------
 
 

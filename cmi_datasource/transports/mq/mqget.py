@@ -81,7 +81,7 @@ def _record_shape(data: bytes, pos: int, where: Location, size: Optional[int] = 
 READ_CHUNK_BYTES = 16 << 20  # read and parsed at a time, on several threads
 
 
-def _end_of_whole_records(data: bytes) -> int:
+def end_of_whole_records(data: bytes) -> int:
     """Where the last record held whole in ``data`` ends (0: none is): a chunk boundary. Damage
     ends the walk; the chunk that starts there is parsed whole and raises."""
     pos = 0
@@ -99,7 +99,7 @@ def read_capture(path: str, chunk_bytes: int = READ_CHUNK_BYTES, keep: Optional[
                  ) -> Iterator[PhysicalMessage]:
     """Physical messages of a capture file, each through ``keep``, in chunks parsed on several
     threads (``parse_in_chunks``): memory bounded by a few chunks, not the file's size."""
-    return parse_in_chunks(path, chunk_bytes, _end_of_whole_records, parse_capture, keep)
+    return parse_in_chunks(path, chunk_bytes, end_of_whole_records, parse_capture, keep)
 
 
 def read_capture_spans(spans: Sequence[MessageSpan], heads: Sequence[int], room: int = 0,

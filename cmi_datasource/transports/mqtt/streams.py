@@ -10,9 +10,10 @@ Each PUBLISH is one physical message; its descriptor comes from, first match win
    the message data, its MQ header chain walked as on a queue;
 3. otherwise it is no CMI message. Every packet stays visible in the messages view.
 
-Raw streams (``transport.py``) and pcap captures (``pcap.py``) both read their streams here
-(``stream_messages``): every packet the fixed header frames is listed, a refused one as one
-message with its problem.
+Raw streams (``transport.py``, in pieces of whole packets) and pcap captures (``pcap.py``, packet
+by packet as their frames come) both read their streams here (``stream_messages``,
+``packet_message``): every packet the fixed header frames is listed, a refused one as one message
+with its problem.
 """
 from __future__ import annotations
 
@@ -91,14 +92,35 @@ MAY_CARRY_CMI = (0, PUBLISH)
 
 class Session:
     """What one connection tells of its protocol version, shared by the reads of its two
-    directions (a capture reads the client's first): the CONNECT read, else the version the
-    connection's other packets prove by their lengths (``packets.level_told``), looked for only
-    when a packet needs it."""
+    directions: the CONNECT read, else the version the connection's other packets prove by their
+    lengths (``packets.level_told``). A raw stream's packets are looked at when a packet needs
+    the version (``streams`` given, or ``show``n piece by piece); a capture shows it each packet
+    as soon as it is whole (``learn``), and reads a packet that needs the version once it
+    ``knows`` (``pcap._MqttReader``)."""
 
     def __init__(self, streams: Sequence[bytes] = ()):
         self.connect: Optional[packets.Connect] = None
-        self._streams = streams
-        self._told: Optional[Tuple[Optional[packets.Connect], str]] = None
+        self._levels: Dict[int, str] = {}  # level -> the first packet that tells it
+        self._unseen = list(streams)  # streams whose packets it has not looked at yet
+
+    def show(self, data: bytes) -> None:
+        """The next piece of a stream read in pieces: the pieces before it are looked at now
+        (they are not held), unless a CONNECT named the version."""
+        if self.connect is None:
+            self._look()
+        self._unseen = [data]
+
+    def learn(self, packet: packets.Packet) -> None:
+        """A packet of the connection, framed: what its length tells of the version."""
+        level = packets.level_told(packet) if packet.type != CONNECT else None
+        if level is not None:
+            self._levels.setdefault(level, f"a {packet.end - packet.body_start}-byte {packet.name}")
+
+    def knows(self) -> bool:
+        """Whether a CONNECT named the version or packets told it (or told it two ways): more
+        packets no longer leave it open."""
+        self._look()
+        return self.connect is not None or bool(self._levels)
 
     def version(self) -> Optional[packets.Connect]:
         return self.connect or self.told()[0]
@@ -109,28 +131,25 @@ class Session:
 
     def told(self) -> Tuple[Optional[packets.Connect], str]:
         """(the version the connection's packets other than CONNECT tell, or None; why none)."""
-        if self._told is None:
-            levels: Dict[int, str] = {}  # level -> the first packet that tells it
-            for data in self._streams:
-                for packet in framed(data):
-                    level = packets.level_told(packet) if packet.type != CONNECT else None
-                    if level is not None:
-                        levels.setdefault(level, f"a {packet.end - packet.body_start}-byte {packet.name}")
-            if len(levels) == 1:
-                [(level, _)] = levels.items()
-                version = "5.0" if level == 5 else packets.VERSION_3
-                self._told = packets.Connect(version, level, None, 0), ""
-            elif levels:
-                self._told = None, (f"its packets disagree ({levels[5]} is MQTT 5's, {levels[packets.LEVEL_3]} "
-                                    f"MQTT 3.1/3.1.1's)")
-            else:
-                self._told = None, "no other packet of the connection tells it"
-        return self._told
+        self._look()
+        levels = self._levels
+        if len(levels) == 1:
+            [(level, _)] = levels.items()
+            return packets.Connect("5.0" if level == 5 else packets.VERSION_3, level, None, 0), ""
+        if levels:
+            return None, f"its packets disagree ({levels[5]} is MQTT 5's, {levels[packets.LEVEL_3]} MQTT 3.1/3.1.1's)"
+        return None, "no other packet of the connection tells it"
+
+    def _look(self) -> None:
+        for data in self._unseen:
+            for packet in framed(data):
+                self.learn(packet)
+        self._unseen = []
 
 
-def framed(data: bytes) -> Iterator[packets.Packet]:
-    """The packets of a stream as their fixed headers frame them, up to the first that cannot be."""
-    pos = 0
+def framed(data: bytes, pos: int = 0) -> Iterator[packets.Packet]:
+    """The packets of a stream from ``pos`` as their fixed headers frame them, up to the first
+    that cannot be (cut by the end of ``data``, or a fifth remaining-length byte)."""
     while pos < len(data):
         try:
             packet = packets.frame_packet(data, pos)
@@ -140,33 +159,50 @@ def framed(data: bytes) -> Iterator[packets.Packet]:
         pos = packet.end
 
 
-def stream_messages(data: bytes, source: str, base_offset: int = 0, first_index: int = 0,
-                    session: Optional[Session] = None, rereading: bool = False) -> Iterator[PhysicalMessage]:
-    """The packets of one direction of one connection as physical messages. ``session``: what the
-    connection's other direction told of it (a capture's broker direction); a raw stream is a
-    session of its own.
+def whole_packets(data: bytes) -> int:
+    """Where the last MQTT packet held whole in ``data`` ends, from their fixed headers: a stream
+    is read in pieces of whole packets (what a malformed fixed header stops is read, and
+    reported, in the next piece)."""
+    end = 0
+    for packet in framed(data):
+        end = packet.end
+    return end
 
-    Every packet the fixed header frames is one message. A packet refused (malformed, or a PUBLISH
-    whose protocol version is unknown) is one message with its ``problem``, and reading goes on
-    where its fixed header says it ends. A packet cut by the end of the stream is one message; a
-    remaining length with a fifth byte gives no end to resume from (nothing after it can be proved
-    to be a packet start), so the rest of the stream is one message naming where it starts."""
+
+def stream_messages(data: bytes, source: str, base_offset: int = 0, first_index: int = 0,
+                    session: Optional[Session] = None, rereading: bool = False,
+                    aliases: Optional[Dict[int, str]] = None) -> Iterator[PhysicalMessage]:
+    """The packets of one direction of one connection as physical messages. ``session``: what the
+    connection told of its version before ``data`` or in its other direction; a raw stream is a
+    session of its own. ``aliases``: the topic aliases set before ``data`` (a stream read in
+    pieces), kept up to date.
+
+    Every packet the fixed header frames is one message (``packet_message``). A packet refused
+    (malformed, or a PUBLISH whose protocol version is unknown) is one message with its
+    ``problem``, and reading goes on where its fixed header says it ends. A packet cut by the end
+    of the stream is one message; a remaining length with a fifth byte gives no end to resume
+    from (nothing after it can be proved to be a packet start), so the rest of the stream is one
+    message naming where it starts (``unframed_message``)."""
     session = session if session is not None else Session(() if rereading else (data,))
-    aliases: Dict[int, str] = {}
+    aliases = {} if aliases is None else aliases
     pos, index = 0, first_index
     while pos < len(data):
-        where = _locator(source, index, base_offset)
         try:
-            packet = packets.frame_packet(data, pos, where)
+            packet = packets.frame_packet(data, pos, _locator(source, index, base_offset))
         except CmiFormatError as e:
-            yield _unframed(data, pos, e, session, source, index, base_offset)
+            yield unframed_message(data, pos, e, session, source, index, base_offset)
             return
-        try:
-            message = _packet_message(data, packet, session, aliases, source, index, base_offset, rereading)
-        except CmiFormatError as e:
-            message = _refused(data, packet, session, e, source, index, base_offset)
-        yield message
+        yield packet_message(data, packet, session, aliases, source, index, base_offset, rereading)
         pos, index = packet.end, index + 1
+
+
+def packet_message(data: bytes, packet: packets.Packet, session: Session, aliases: Dict[int, str], source: str,
+                   index: int, base_offset: int, rereading: bool = False) -> PhysicalMessage:
+    """The framed ``packet`` as one message: read, or refused with its problem (``_refused``)."""
+    try:
+        return _packet_message(data, packet, session, aliases, source, index, base_offset, rereading)
+    except CmiFormatError as e:
+        return _refused(data, packet, session, e, source, index, base_offset)
 
 
 def _locator(source: str, index: int, base_offset: int) -> packets.Where:
@@ -229,15 +265,16 @@ def _refused(data: bytes, packet: packets.Packet, session: Session, error: CmiFo
                            damage=KeptError.of(error) if packet.type in MAY_CARRY_CMI else None)
 
 
-def _unframed(data: bytes, pos: int, error: CmiFormatError, session: Session, source: str, index: int,
-              base_offset: int) -> PhysicalMessage:
-    """The rest of a stream from a packet whose fixed header gives no end inside it: a packet
-    cut by the end of the stream, or a remaining length with a fifth byte."""
+def unframed_message(data: bytes, pos: int, error: CmiFormatError, session: Session, source: str, index: int,
+                     base_offset: int) -> PhysicalMessage:
+    """The rest of a stream from a packet whose fixed header gives no end inside it (``data[pos:]``
+    to the stream's end): a packet cut by the end of the stream, or a remaining length with a
+    fifth byte."""
     first = data[pos]
     problem = error.problem
     if not isinstance(error, TruncatedError):
-        problem += (f"; where the packet ends cannot be told, so the {len(data) - pos} bytes from byte {pos} of "
-                    f"the stream to its end are not read")
+        problem += (f"; where the packet ends cannot be told, so the {len(data) - pos} bytes from byte "
+                    f"{base_offset + pos} of the stream to its end are not read")
     version = session.version()
     details = MqttDetails(packets.PACKET_TYPES.get(first >> 4, f"type {first >> 4}"), (first >> 1) & 3,
                           bool(first & 8), bool(first & 1), client_id=version.client_id if version else None,

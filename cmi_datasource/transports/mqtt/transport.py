@@ -16,13 +16,13 @@ import pyarrow as pa
 
 from ...errors import CmiFormatError, CmiOptionError, message_number
 from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage
-from ..base import CaptureFormat, Keep, Transport, kept, read_spans
+from ..base import READ_CHUNK_BYTES, CaptureFormat, Keep, Transport, kept, parse_in_chunks, read_spans
 from . import packets
 from .packets import CONNECT
 from ..tcp import is_pcap, server_ports
 from .pcap import MQTT_PORTS, PORT_OPTION, PcapCache
 from .publish import parse_broker, publish, write_stream
-from .streams import MqttDetails, publish_message, stream_messages
+from .streams import MqttDetails, Session, publish_message, stream_messages, whole_packets
 
 
 BROKER_OPTION = "mqtt.broker"
@@ -59,6 +59,20 @@ class MqttStreamFormat(CaptureFormat):
     def parse(self, data: bytes, source: str, base_offset: int = 0, first_index: int = 0) -> Iterator[PhysicalMessage]:
         return self._parse(data, source, base_offset, first_index, rereading=False)
 
+    whole_records = staticmethod(whole_packets)
+
+    def scan_from(self, path: str, start: int, first_index: int,
+                  keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+        # In pieces of whole packets, in order: the version (its CONNECT, or what packets told) and
+        # the topic aliases of one piece hold in the next.
+        session, aliases = Session(), {}
+
+        def parse(data: bytes, source: str, base: int, index: int, stop: int) -> Iterator[PhysicalMessage]:
+            piece = data if stop == len(data) else data[:stop]
+            session.show(piece)
+            return stream_messages(piece, source, base, index, session=session, aliases=aliases)
+        return parse_in_chunks(path, READ_CHUNK_BYTES, whole_packets, parse, keep, start, first_index, threads=False)
+
     def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
               deterministic: bool = False, client_id: str = "cmi-datasource", topic: str = "sas/cmi") -> int:
         return write_stream(out, messages, client_id, topic)
@@ -75,7 +89,7 @@ class PcapFormat(CaptureFormat):
     name = "pcap"
     description = "a pcap or pcapng capture (tcpdump, Wireshark) of MQTT connections"
     suffix = ".pcap"
-    splittable = False  # its messages are spread over frames: read whole, once per partition
+    splittable = False  # its messages are spread over frames: read from its start, once per partition
     read_options = (PORT_OPTION,)
 
     def __init__(self):
@@ -91,7 +105,7 @@ class PcapFormat(CaptureFormat):
         return is_pcap(head)
 
     def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
-        return kept(self.cache.get(path, self.ports), keep)
+        return kept(self.cache.messages_of(path, self.ports), keep)
 
     def reread(self, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
         return self.cache.spans(spans, self.ports)

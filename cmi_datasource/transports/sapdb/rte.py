@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional
 
+from ...containers import max_record_bytes
 from ...errors import Location
 from ...layout import BIG, LITTLE, Field, Layout
 from .codes import RTE_CLASSES, RTE_PROTOCOL_TCP, USER_DATA_REPLY, USER_DATA_REQUEST
@@ -68,8 +69,7 @@ def header_order(buf, at: int) -> Optional[str]:
     plausible = []
     for order in (preferred, BIG if preferred == LITTLE else LITTLE):
         header = RTE_HEADER.unpack(buf, at, order)
-        if header["act_send_len"] >= RTE_HEADER.size and (
-                header["max_send_len"] == 0 or header["act_send_len"] <= header["max_send_len"]):
+        if _plausible(header):
             plausible.append((header["act_send_len"] > len(buf) - at, order))
     return sorted(plausible, key=lambda found: found[0])[0][1] if plausible else None  # stable: preferred first
 
@@ -85,14 +85,15 @@ def opens_connection(head: bytes) -> bool:
     return looks_like_rte(head) and RTE_CLASSES[head[5]].endswith("request")
 
 
-def read_rte_packets(data, where: Location) -> Iterator[RtePacket]:
+def read_rte_packets(data, where: Location, base: int = 0) -> Iterator[RtePacket]:
     """The packets of one direction of a connection, or of both logged back to back. ``where``
-    locates ``data``'s first byte; packet offsets are in ``data``."""
+    locates ``data``'s first byte, which is byte ``base`` of the stream: packet offsets (and those
+    problems name) are the stream's."""
     at = 0
     while at < len(data):
         order = header_order(data, at)
         if order is None:
-            yield _broken(data, at, f"no RTE header at stream byte {at}: {bytes(data[at:at + 8]).hex(' ')}")
+            yield _broken(data, base, at, f"no RTE header at stream byte {base + at}: {bytes(data[at:at + 8]).hex(' ')}")
             return
         first = RTE_HEADER.unpack(data, at, order)
         bodies, start, frames = [], at, 0
@@ -101,32 +102,62 @@ def read_rte_packets(data, where: Location) -> Iterator[RtePacket]:
             frames += 1
             end = at + header["act_send_len"]
             if end > len(data):
-                yield _broken(data, start, f"RTE frame at stream byte {at} declares {header['act_send_len']} "
-                                            f"bytes; {len(data) - at} remain", first, order)
+                yield _broken(data, base, start, f"RTE frame at stream byte {base + at} declares "
+                                                  f"{header['act_send_len']} bytes; {len(data) - at} remain", first, order)
                 return
             bodies.append(bytes(data[at + RTE_HEADER.size:end]))
             at = end
             if header["residual_packets"] == 0:
                 break
             if at >= len(data) or header_order(data, at) != order:
-                yield _broken(data, start, f"RTE frame at stream byte {start} announces "
-                                            f"{header['residual_packets']} more frames; the stream "
-                                            f"{'ends' if at >= len(data) else 'holds no RTE header'} at byte {at}",
-                              first, order)
+                yield _broken(data, base, start, f"RTE frame at stream byte {base + start} announces "
+                                                  f"{header['residual_packets']} more frames; the stream "
+                                                  f"{'ends' if at >= len(data) else 'holds no RTE header'} at byte "
+                                                  f"{base + at}", first, order)
                 return
             following = RTE_HEADER.unpack(data, at, order)
             if following["mess_class"] != first["mess_class"] or \
                     following["residual_packets"] != header["residual_packets"] - 1:
-                yield _broken(data, start, f"RTE frame at stream byte {at} does not continue the packet begun at "
-                                            f"byte {start} (class {following['mess_class']}, "
-                                            f"{following['residual_packets']} residual)", first, order)
+                yield _broken(data, base, start, f"RTE frame at stream byte {base + at} does not continue the packet "
+                                                  f"begun at byte {base + start} (class {following['mess_class']}, "
+                                                  f"{following['residual_packets']} residual)", first, order)
                 return
             header = following
-        yield RtePacket(start, at, first, order, b"".join(bodies), frames)
+        yield RtePacket(base + start, base + at, first, order, b"".join(bodies), frames)
 
 
-def _broken(data, at: int, problem: str, header: Optional[Dict[str, Any]] = None, order: str = LITTLE) -> RtePacket:
-    return RtePacket(at, len(data), header, order, b"", problem=problem)
+def whole_rte_packets(data) -> int:
+    """Where the last packet held whole in ``data`` ends (0: none is), from the frames' headers
+    alone: a stream is read in pieces of whole packets. A header that is no header stops the walk
+    (the piece that starts there reports it), and so does a frame that does not fit in ``data``
+    in the byte order its header names: more bytes may make it fit, which decides the order
+    (``header_order``) as it is decided on the whole stream."""
+    limit = max_record_bytes()
+    at = whole = 0
+    while at < len(data):
+        order = header_order(data, at)
+        if order is None:
+            return whole
+        named = RTE_HEADER.unpack(data, at, _SWAP_TYPE_ORDER.get(data[at + 18], LITTLE))
+        header = RTE_HEADER.unpack(data, at, order)
+        if (_plausible(named) and len(data) - at < named["act_send_len"] <= limit) or \
+                header["act_send_len"] > len(data) - at:
+            return whole
+        at += header["act_send_len"]
+        if header["residual_packets"] == 0:
+            whole = at
+    return whole
+
+
+def _plausible(header: Dict[str, Any]) -> bool:
+    """Whether an RTE header's lengths make sense (in the byte order it was read in)."""
+    return header["act_send_len"] >= RTE_HEADER.size and (
+        header["max_send_len"] == 0 or header["act_send_len"] <= header["max_send_len"])
+
+
+def _broken(data, base: int, at: int, problem: str, header: Optional[Dict[str, Any]] = None,
+            order: str = LITTLE) -> RtePacket:
+    return RtePacket(base + at, base + len(data), header, order, b"", problem=problem)
 
 
 def rte_frame(mess_class: int, packet: bytes, order: str = LITTLE, max_send_len: Optional[int] = None,

@@ -16,19 +16,20 @@ import bisect
 from collections import deque
 from decimal import Decimal
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Deque, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
 
-from ...containers import decompressing, open_capture
+from ...containers import max_record_bytes, open_capture, read_in_chunks
 from ...errors import Location, message_number
-from ..tcp import is_pcap, read_connections, server_ports
+from ..base import READ_CHUNK_BYTES
+from ..tcp import Connection, StreamReader, is_pcap, read_connections, server_ports
 from . import codes
 from .codes import (MESS_CODES, MESS_TYPES, PART_KINDS, PRODUCERS, SEGMENT_KINDS, SQLMODES, function_name,
                     name_of)
 from .packet import Part, Segment, SqlPacket, read_packet, swap_name
-from .rte import RTE_HEADER, RtePacket, looks_like_rte, opens_connection, read_rte_packets
+from .rte import RTE_HEADER, RtePacket, looks_like_rte, opens_connection, read_rte_packets, whole_rte_packets
 from .values import FIXED, STATUS_TEXT, FieldPlan, ParamInfo, direction_entries, read_shortinfo, text_codec
 
 SAPDB_PORT = 7210
@@ -67,39 +68,68 @@ class CapturedPacket:
     frame: Optional[int] = None
 
 
-def captured_packets(path: str, ports=(SAPDB_PORT,), rte_stream: bool = False) -> List[CapturedPacket]:
-    """The packets of one capture file, in capture order: none when it holds no SAP DB traffic.
-    ``rte_stream``: the file is an RTE stream whatever its first bytes (a broken first header is
-    then a row with its problem, not a file of other traffic)."""
-    with open_capture(path) as f, decompressing(path):
+def captured_packets(path: str, ports=(SAPDB_PORT,), rte_stream: bool = False) -> Iterator[CapturedPacket]:
+    """The packets of one capture file, in capture order, read as they come (nothing held whole):
+    none when it holds no SAP DB traffic. ``rte_stream``: the file is an RTE stream whatever its
+    first bytes (a broken first header is then a row with its problem, not a file of other traffic)."""
+    with open_capture(path) as f:
         head = f.read(RTE_HEADER.size)
-        if is_pcap(head) and not rte_stream:
-            data = None  # dpkt reads it
-        elif rte_stream or looks_like_rte(head):
-            data = head + f.read()
-        else:
-            return []
-    if data is None:
+    if is_pcap(head) and not rte_stream:
         return _pcap_packets(path, ports)
-    return [CapturedPacket(p, p.start, path) for p in read_rte_packets(data, Location(path))]
+    if rte_stream or looks_like_rte(head):
+        return _stream_packets(path)
+    return iter(())
 
 
-def _pcap_packets(path: str, ports) -> List[CapturedPacket]:
-    placed = []
-    for link in read_connections(path, opens_connection, ports):
-        for stream in (link.to_server, link.to_client):
-            if stream is None:
-                continue
-            for packet in read_rte_packets(stream.data, Location(path)):
-                first, _ = stream.frames_of(packet.start, packet.end)
-                placed.append(CapturedPacket(packet, first.offset, link.name, link.name, first.number))
-            if stream.gap:
-                lost = RtePacket(len(stream.data), len(stream.data), None, "<", b"", problem=stream.gap)
-                frame = stream.frames[-1] if stream.frames else None
-                placed.append(CapturedPacket(lost, frame.end if frame else 0, link.name, link.name,
-                                             frame.number if frame else None))
-    placed.sort(key=lambda p: (p.frame or 0, p.rte.start))
-    return placed
+def _stream_packets(path: str) -> Iterator[CapturedPacket]:
+    """The packets of an RTE stream file, read in pieces of whole packets."""
+    for base, data, stop in read_in_chunks(path, READ_CHUNK_BYTES, whole_rte_packets):
+        if stop == 0 and data:  # no packet ends within the bound: the rest cannot be read
+            yield CapturedPacket(RtePacket(base, base + len(data), None, "<", b"", problem=(
+                f"no RTE packet that starts at stream byte {base} ends within {len(data)} bytes (read option "
+                f"maxRecordBytes): the rest of the file is not read")), base, path)
+            return
+        for p in read_rte_packets(data if stop == len(data) else data[:stop], Location(path, None, base), base):
+            yield CapturedPacket(p, p.start, path)
+
+
+class _RteReader(StreamReader):
+    """One direction of a SAP DB connection in a pcap, read packet by packet as its bytes come."""
+
+    def __init__(self, path: str, connection: Connection):
+        super().__init__()
+        self.path, self.name = path, connection.name
+        self.gap_reported = False
+
+    def read(self) -> Iterator[Tuple[int, CapturedPacket, int]]:
+        stop = len(self.buffer) if self.ended else whole_rte_packets(self.buffer)
+        if stop == 0 and len(self.buffer) > max_record_bytes():
+            yield from self.overflow()
+        if stop and not self.dead:
+            for packet in read_rte_packets(bytes(self.buffer[:stop]), Location(self.path), self.start):
+                yield self._placed(packet)
+                if packet.problem is not None:  # what follows it cannot be found again
+                    self.dead = True
+            self.consume(len(self.buffer) if self.dead else stop)
+        if self.ended and self.gap and not self.gap_reported:
+            self.gap_reported = True
+            yield from self.lost(self.gap)
+
+    def lost(self, problem: str) -> Iterator[Tuple[int, CapturedPacket, int]]:
+        frame = self.last_frame
+        lost = RtePacket(self.start, self.start, None, "<", b"", problem=problem)
+        yield (frame.number if frame else 0, CapturedPacket(lost, frame.end if frame else 0, self.name, self.name,
+                                                           frame.number if frame else None), 0)
+
+    def _placed(self, packet: RtePacket) -> Tuple[int, CapturedPacket, int]:
+        first, _ = self.frames_of(packet.start, packet.end)
+        return first.number, CapturedPacket(packet, first.offset, self.name, self.name, first.number), \
+            len(packet.body) + 256
+
+
+def _pcap_packets(path: str, ports) -> Iterator[CapturedPacket]:
+    return read_connections(path, opens_connection, ports,
+                            lambda connection: (_RteReader(path, connection), _RteReader(path, connection)))
 
 
 Shortinfo = List[ParamInfo]  # what a conversation knows of a statement

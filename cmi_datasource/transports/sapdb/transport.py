@@ -17,7 +17,7 @@ from ...messages import PhysicalMessage
 from ..base import CaptureFormat, FileView, Transport
 from .codes import MESS_TYPES, RTE_CLASSES, name_of
 from .packet import read_packet
-from .rte import RTE_HEADER, looks_like_rte, read_rte_packets
+from .rte import RTE_HEADER, looks_like_rte, read_rte_packets, whole_rte_packets
 from .table import PORT_OPTION, RTE_STREAM_FORMAT, SQL_PARTS_SCHEMA, sapdb_ports, sql_parts_table
 
 
@@ -36,17 +36,20 @@ class RteStreamFormat(CaptureFormat):
     def sniff(self, head: bytes) -> bool:
         return looks_like_rte(head)
 
+    whole_records = staticmethod(whole_rte_packets)
+
     def parse(self, data: bytes, source: str, base_offset: int = 0, first_index: int = 0) -> Iterator[PhysicalMessage]:
-        for index, rte in enumerate(read_rte_packets(data, Location(source, None, base_offset)), start=first_index):
+        for index, rte in enumerate(read_rte_packets(data, Location(source, None, base_offset), base_offset),
+                                    start=first_index):
             problem, sql = rte.problem, None
             if rte.carries_sql:
-                packet = read_packet(rte.body, Location(source, index, base_offset + rte.start))
+                packet = read_packet(rte.body, Location(source, index, rte.start))
                 problem = packet.problem
                 sql = ", ".join(f"return {s.header['returncode']}" if s.is_return
                                 else name_of(MESS_TYPES, s.header["mess_type"]) for s in packet.segments)
             details = SapDbDetails(rte.direction, None if rte.header is None else name_of(RTE_CLASSES, rte.mess_class),
                                    sql)
-            yield PhysicalMessage(None, rte.body, source, index, base_offset + rte.start, base_offset + rte.end,
+            yield PhysicalMessage(None, rte.body, source, index, rte.start, rte.end,
                                   details=details, header_length=RTE_HEADER.size * rte.frames, problem=problem)
 
 

@@ -19,10 +19,10 @@ from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequ
 import pyarrow as pa
 
 from ...cmi.correl import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE
-from ...containers import decompressing, open_capture
 from ...errors import CmiFormatError, KeptError, Location
 from ...messages import Descriptor, OutgoingMessage, PhysicalMessage, UnjoinedMessage
-from ..base import CaptureFormat, Keep, Transport, damaged_message, kept
+from ..base import (READ_CHUNK_BYTES, CaptureFormat, Keep, Transport, damaged_message, kept, parse_in_chunks,
+                    scan_recovering)
 from . import records, sequence
 from .observations import observation_rows
 from .records import ENCODING, ObservationLayout, RvDetails
@@ -148,32 +148,51 @@ class RvFormat(CaptureFormat):
         return len(head) >= 8 and int.from_bytes(head[4:8], "big") == MAGIC
 
     def parse(self, data: bytes, source: str, base_offset: int = 0, first_index: int = 0) -> Iterator[PhysicalMessage]:
-        return self._messages(data, source, base_offset, first_index, recovering=False)
+        return self._parse(_Reader(source), data, source, base_offset, first_index)
+
+    @staticmethod
+    def _parse(reader: _Reader, data: bytes, source: str, base_offset: int, index: int,
+               stop: Optional[int] = None) -> Iterator[PhysicalMessage]:
+        pos, stop = 0, len(data) if stop is None else stop
+        while pos < stop:
+            message, pos = reader.message(data, pos, base_offset, index)
+            yield message
+            index += 1
+
+    def whole_records(self, data: bytes) -> int:
+        """Where the last RV message held whole in ``data`` ends (each declares its size): one cut
+        by the end of ``data``, or damage, stops the walk."""
+        pos = 0
+        while True:
+            try:
+                pos = message_end(data, pos)
+            except CmiFormatError:
+                return pos
 
     def scan(self, path: str, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
-        """Every message of the file, a damaged one as a message of its own (``resync``), read
-        with one ``_Reader``: the messages after damage keep their attachment's layout."""
-        with open_capture(path) as f, decompressing(path):
-            data = f.read()
-        return kept(self._messages(data, path, 0, 0, recovering=True), keep)
+        """Every message of the file, a damaged stretch as a message of its own (``resync``), read
+        in pieces, in order, through one ``_Reader``: the DAT and VAR messages of one piece lay out
+        the ATO messages of the next, and the messages after damage keep their attachment's
+        layout (``_Reader.damaged``)."""
+        reader = _Reader(path)
 
-    def _messages(self, data: bytes, source: str, base_offset: int, first_index: int,
-                  recovering: bool) -> Iterator[PhysicalMessage]:
-        reader, pos, index = _Reader(source), 0, first_index
-        while pos < len(data):
-            try:
-                message, end = reader.message(data, pos, base_offset, index)
-            except CmiFormatError as e:
-                if not recovering:
-                    raise
-                resume = self.resync(data, pos, pos + 1)
-                end = len(data) if resume is None else resume
-                kind = _kind_at(data, pos)
-                reader.damaged(kind)
-                damaged = damaged_message(None, source, index, base_offset + pos, base_offset + end, KeptError.of(e))
-                message = dataclasses.replace(damaged, details=RvDetails(kind, 0, ""))
-            yield message
-            pos, index = end, index + 1
+        def read_from(start: int, first_index: int) -> Iterator[PhysicalMessage]:
+            return parse_in_chunks(path, READ_CHUNK_BYTES, self.whole_records,
+                                   lambda data, source, base, index, stop: self._parse(reader, data, source, base,
+                                                                                       index, stop),
+                                   None, start, first_index, threads=False)
+
+        def read() -> Iterator[PhysicalMessage]:
+            for message in scan_recovering(self, path, read_from=read_from):
+                if message.damage is not None:  # before reading resumes after it
+                    reader.damaged(message.details.kind)
+                yield message
+        return kept(read(), keep)
+
+    def salvage(self, data: bytes, source: str, index: int, start: int, end: int,
+                damage: KeptError) -> PhysicalMessage:
+        return dataclasses.replace(damaged_message(None, source, index, start, end, damage),
+                                   details=RvDetails(_kind_at(data, start), 0, ""))
 
     def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
         """The end of the damaged message, when its header still gives a size after which the next
