@@ -18,6 +18,7 @@ from typing import List
 
 from .. import cache
 from ..cmi.correl import MSGTYPE_CMI_HEADER
+from ..containers import max_record_bytes
 from ..messages import PhysicalMessage, crc32, partial
 from ..payload.sas_dataset import RECORD_DATASET, RECORD_TYPE_SIZE, RECORD_VARIABLES, record_type_of
 from ..storage import identity, open_input
@@ -81,9 +82,10 @@ def file_key(path: str) -> tuple:
 
 
 def index_key(path: str, fmt: CaptureFormat) -> tuple:
-    """What an index is cached by: the file's identity, its format and the index's own shape
-    (the disk cache adds the code that made it)."""
-    return file_key(path) + (fmt.name, INDEX_FORMAT)
+    """What an index is cached by: the file's identity, its format, the bound on one record it
+    was read with (a record past it is damage: raising maxRecordBytes reads it) and the index's
+    own shape (the disk cache adds the code that made it)."""
+    return file_key(path) + (fmt.name, max_record_bytes(), INDEX_FORMAT)
 
 
 # Smaller files are rescanned rather than cached on disk: scanning 35 KB of dump takes 0.4 ms,

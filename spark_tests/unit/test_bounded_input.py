@@ -146,6 +146,23 @@ def test_max_record_bytes_bounds_one_message_and_can_be_raised(tmp_path):
     assert containers.max_record_bytes() == containers.DEFAULT_MAX_RECORD_BYTES
 
 
+def test_an_index_cached_under_one_bound_is_not_used_under_another(tmp_path):
+    """The cached index of a file read with a small maxRecordBytes holds its big message as damage:
+    raising the bound must read the message, not the cached damage."""
+    payload = bytes(range(256)) * 1200
+    lines = b"".join(b"X " + payload[at:at + 25].hex().upper().encode() + b"\n" for at in range(0, len(payload), 25))
+    path = tmp_path / "cached.dmp"
+    path.write_bytes(b"* QLOAD Version:8.0\n\nA MST 8\nA CCS 1208\n" + lines + b"\nA MST 8\nX 41\n")
+    try:
+        ReadOptions.parse({"path": str(path), "maxRecordBytes": str(256 << 10)})
+        assert Capture.open(str(path)).messages[0].damage.kind is RecordTooLargeError
+        ReadOptions.parse({"path": str(path), "maxRecordBytes": str(1 << 20)})
+        capture = Capture.open(str(path))
+        assert [capture.full(m).payload for m in capture.messages] == [payload, b"A"]
+    finally:
+        ReadOptions.parse({"path": str(path)})
+
+
 CLIENT, BROKER = ("10.0.0.2", 50123), ("10.0.0.1", 1883)
 
 
