@@ -298,3 +298,22 @@ def test_packets_that_disagree_on_the_version_leave_it_unknown():
     [publish, *_] = stream_messages(data, "x.mqtt")
     assert "its packets disagree (a 1-byte DISCONNECT is MQTT 5's, a 2-byte CONNACK MQTT 3.1/3.1.1's)" in \
         publish.problem
+
+
+@pytest.mark.parametrize("zeros", [2, 64, 40_000_001])
+def test_a_stretch_of_zero_bytes_is_one_row_per_piece_not_one_per_packet(tmp_path, zeros):
+    """Zero bytes frame as 2-byte packets of reserved type 0, each refused: a stretch of them is
+    one row saying how many (per 16 MiB piece of a long one), and what follows it is read."""
+    data = connect(4, "c") + publish311("t", b"before") + bytes(zeros) + publish311("t", b"after") + packet(0xE0, b"")
+    path = tmp_path / "zeros.mqtt"
+    path.write_bytes(data)
+    rows = rows_of(str(path))
+    refused = [r for r in rows if r["problem"]]
+    assert [r["mqtt_type"] for r in rows if not r["problem"]][:2] == ["CONNECT", "PUBLISH"]
+    assert len(refused) <= -(-zeros // (16 << 20)) + 1, len(refused)
+    pairs = sum(int(r["problem"].split()[0]) if r["problem"][0].isdigit() else 1 for r in refused
+                if "type 0 is reserved" in r["problem"])
+    assert pairs == zeros // 2
+    if zeros % 2 == 0:  # an odd zero takes the next byte as its remaining length: framing goes on from there
+        assert [r["payload"] for r in rows if r["mqtt_type"] == "PUBLISH"] == [b"before", b"after"]
+        assert rows[-1]["mqtt_type"] == "DISCONNECT"

@@ -18,8 +18,9 @@ with its problem.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ...errors import CmiFormatError, KeptError, Location, TruncatedError
 from ...messages import Descriptor, PhysicalMessage
@@ -149,8 +150,11 @@ class Session:
 
 def framed(data: bytes, pos: int = 0) -> Iterator[packets.Packet]:
     """The packets of a stream from ``pos`` as their fixed headers frame them, up to the first
-    that cannot be (cut by the end of ``data``, or a fifth remaining-length byte)."""
+    that cannot be (cut by the end of ``data``, or a fifth remaining-length byte). Of a stretch of
+    zero bytes (2-byte packets of reserved type 0, refused), only the last packet is framed."""
     while pos < len(data):
+        if data.startswith(b"\0\0", pos):
+            pos += (_ZERO_BYTES.match(data, pos).end() - pos >> 1) * 2 - 2
         try:
             packet = packets.frame_packet(data, pos)
         except CmiFormatError:
@@ -186,14 +190,79 @@ def stream_messages(data: bytes, source: str, base_offset: int = 0, first_index:
     session = session if session is not None else Session(() if rereading else (data,))
     aliases = {} if aliases is None else aliases
     pos, index = 0, first_index
+    run: Optional[_RefusedRun] = None  # consecutive packets refused alike, not yet yielded
     while pos < len(data):
         try:
             packet = packets.frame_packet(data, pos, _locator(source, index, base_offset))
         except CmiFormatError as e:
+            if run is not None:
+                yield run.message()
+                index += 1
             yield unframed_message(data, pos, e, session, source, index, base_offset)
             return
-        yield packet_message(data, packet, session, aliases, source, index, base_offset, rereading)
-        pos, index = packet.end, index + 1
+        # Zero bytes frame as 2-byte packets of reserved type 0: a stretch of them is framed at
+        # once (a GiB of zeros would otherwise be half a billion packets read one by one).
+        packets_here = _ZERO_BYTES.match(data, pos).end() - pos >> 1 if data.startswith(b"\0\0", pos) else 1
+        message = packet_message(data, packet, session, aliases, source, index, base_offset, rereading)
+        pos = packet.end + 2 * (packets_here - 1)
+        if run is not None and run.takes(message):
+            run.add(packets_here, base_offset + pos)
+            continue
+        if run is not None:
+            yield run.message()
+            index += 1
+            message = _renumbered(message, index)
+            run = None
+        if _is_refused(message):
+            run = _RefusedRun(message)
+            run.add(packets_here - 1, base_offset + pos)
+            continue
+        yield message
+        index += 1
+    if run is not None:
+        yield run.message()
+
+
+_ZERO_BYTES = re.compile(rb"\x00*")
+
+
+class _RefusedRun:
+    """Packets refused alike, one after another (a stretch of zero bytes, say): one row, the first
+    packet's, spanning them all, instead of one row per packet."""
+
+    def __init__(self, first: PhysicalMessage):
+        self.first, self.count, self.end = first, 1, first.file_end
+
+    def takes(self, message: PhysicalMessage) -> bool:
+        return (_is_refused(message) and message.problem == self.first.problem
+                and message.details.packet_type == self.first.details.packet_type)
+
+    def add(self, count: int, end: int) -> None:
+        if count:
+            self.count, self.end = self.count + count, end
+
+    def message(self) -> PhysicalMessage:
+        first = self.first
+        if self.count == 1:
+            return first
+        problem = (f"{self.count} packets in a row refused alike, bytes {first.file_offset} to {self.end} of the "
+                   f"stream: {first.problem}")
+        damage = first.damage
+        if damage is not None:
+            damage = dataclasses.replace(damage, problem=problem)
+        return dataclasses.replace(first, file_end=self.end, header_length=self.end - first.file_offset,
+                                   problem=problem, damage=damage)
+
+
+def _renumbered(message: PhysicalMessage, index: int) -> PhysicalMessage:
+    damage = message.damage
+    if damage is not None:
+        damage = dataclasses.replace(damage, location=dataclasses.replace(damage.location, message_index=index))
+    return dataclasses.replace(message, index=index, damage=damage)
+
+
+def _is_refused(message: PhysicalMessage) -> bool:
+    return message.problem is not None and message.descriptor is None and not message.payload
 
 
 def packet_message(data: bytes, packet: packets.Packet, session: Session, aliases: Dict[int, str], source: str,
