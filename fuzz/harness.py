@@ -96,6 +96,9 @@ class Harness:
     def warm_up(self) -> None:
         """Every seed once before fuzzing: numba kernels loaded, codecs and lazy imports done, so
         that the memory bound measures inputs, not first calls."""
+        if self.target.prepare is not None:
+            self.target.prepare()
+            return
         for seed in self.targets.seeds_of(self.target.name):
             try:
                 self.target.run(seed)
@@ -115,6 +118,8 @@ class Harness:
             self.flush(now)
 
     def signature(self, e: BaseException) -> str:
+        if getattr(e, "signature", None):  # the whole-read oracle names what it found
+            return e.signature
         frames = traceback.extract_tb(e.__traceback__)
         ours = [f for f in frames if "cmi_datasource" in f.filename] or frames[-1:]
         where = f"{os.path.relpath(ours[-1].filename, ROOT)}:{ours[-1].lineno}" if ours else "?"
@@ -166,8 +171,9 @@ def main(argv) -> None:
                       os.environ.get("CMI_FUZZ_CRASHES", os.path.join(HERE, "crashes", name)))
     os.makedirs(os.path.dirname(harness.stats_path), exist_ok=True)
     harness.warm_up()
-    import tracemalloc
-    tracemalloc.start(1)  # once for the run: run_checked measures each input's peak
+    if harness.target.traced:
+        import tracemalloc
+        tracemalloc.start(1)  # once for the run: run_checked measures each input's peak
     harness.flush(time.monotonic())
     atheris.Setup([argv[0]] + argv[2:], harness.one_input)
     atheris.Fuzz()

@@ -67,6 +67,8 @@ def fuzz_target(name: str, seconds: float, timeout: int, boundscheck: bool, quie
     os.makedirs(out, exist_ok=True)
     for old in glob.glob(os.path.join(out, "*")):
         os.remove(old)
+    from fuzz.targets import TARGETS
+    timeout = TARGETS[name].timeout or timeout
     largest = seed_corpus(name, corpus)
     max_len = min(max(4096, 2 * largest), MAX_LEN_CAP)
     env = _env(boundscheck)
