@@ -85,7 +85,7 @@ class Harness:
     def __init__(self, name: str, stats_path: str, crashes_dir: str):
         from fuzz import targets
         self.targets = targets
-        self.target = targets.TARGETS[name]
+        self.target = targets.ALL_TARGETS[name]
         self.stats_path = stats_path
         self.crashes_dir = crashes_dir
         self.inputs = 0
@@ -164,8 +164,8 @@ def main(argv) -> None:
     import atheris
     _import_instrumented()
     from fuzz import targets
-    if name not in targets.TARGETS:
-        sys.exit(f"unknown target {name!r}; targets: {', '.join(targets.TARGETS)}")
+    if name not in targets.ALL_TARGETS:
+        sys.exit(f"unknown target {name!r}; targets: {', '.join(targets.ALL_TARGETS)}")
     out = os.path.join(HERE, "out", name)
     harness = Harness(name, os.environ.get("CMI_FUZZ_STATS", os.path.join(out, "stats.json")),
                       os.environ.get("CMI_FUZZ_CRASHES", os.path.join(HERE, "crashes", name)))
@@ -175,7 +175,10 @@ def main(argv) -> None:
         import tracemalloc
         tracemalloc.start(1)  # once for the run: run_checked measures each input's peak
     harness.flush(time.monotonic())
-    atheris.Setup([argv[0]] + argv[2:], harness.one_input)
+    if harness.target.mutate is not None:  # structure-aware mutations beside atheris' own
+        atheris.Setup([argv[0]] + argv[2:], harness.one_input, custom_mutator=harness.target.mutate)
+    else:
+        atheris.Setup([argv[0]] + argv[2:], harness.one_input)
     atheris.Fuzz()
 
 

@@ -40,6 +40,7 @@ import gzip
 import hashlib
 import os
 import pickle
+import random
 import re
 import resource
 import select
@@ -88,11 +89,10 @@ class Seed:
 
 def _detect(path: str) -> str:
     """The capture format the engine recognises at ``path`` (through any compression)."""
-    from cmi_datasource.errors import CmiError
     from cmi_datasource.transports import detect_format
     try:
         return detect_format(path).name
-    except CmiError:
+    except Exception:  # noqa: BLE001 - only names a find (the reads report what detecting raises)
         return "unknown"
 
 
@@ -993,14 +993,15 @@ def run_input(data: bytes, replay: bool = True, formats: Optional[Sequence[str]]
 
 
 # Operations that make a read heavy by design: a blow-up is named by them alone.
-_HEAVY = {"huge_count", "huge_sequence", "bomb"}
+_HEAVY = ("huge_count", "huge_sequence", "bomb")
 
 
 def _operations_label(found: Input) -> str:
     if found.seed is None:
         return "raw bytes"
     done = set(found.operations) - {"gzip", "zstd"}
-    return "+".join(sorted(done & _HEAVY or done)) or "unchanged"
+    heavy = [op for op in _HEAVY if op in done]
+    return heavy[0] if heavy else "+".join(sorted(done)) or "unchanged"
 
 
 def prepare() -> None:
@@ -1047,6 +1048,63 @@ def target_seeds(formats: Sequence[str], compressed: bool = False) -> List[bytes
     out.append(program(seeds[0].name, [("zstd", 0, 0, 0), ("bomb", 63, 0, 0)]))
     out.append(program(seeds[0].name, [("gzip", 0, 0, 0), ("bomb", 15, 0, 0)]))
     return out
+
+
+# -- structure-aware mutation -------------------------------------------------------------------------
+
+MAX_OPERATIONS = 8
+# How often the structural mutator picks each operation (bombs are slow to build and to read).
+WEIGHTS = {"drop": 4, "garble": 3, "duplicate": 3, "swap": 3, "huge_count": 1, "huge_sequence": 1, "truncate": 1,
+           "gzip": 1, "zstd": 1, "flip": 1, "bomb": 0.2}
+_AIMED = ("drop", "garble", "duplicate", "swap", "huge_sequence")  # operations on one message
+
+
+@functools.lru_cache(maxsize=None)
+def _observations_of(name: str) -> Tuple[int, ...]:
+    return tuple(observation_records(all_seeds()[name]))
+
+
+def _new_operation(rng: random.Random, seed: Seed, compressed: bool) -> Tuple[int, int, int, int]:
+    weights = dict(WEIGHTS, bomb=1) if compressed else WEIGHTS
+    name = rng.choices(list(weights), list(weights.values()))[0]
+    x, y, z = rng.randrange(256), rng.randrange(256), rng.randrange(256)
+    observations = _observations_of(seed.name)
+    if name in _AIMED and observations and rng.random() < 0.7:  # mostly at observation messages
+        at = rng.randrange(len(observations))
+        x = observations[at]
+        if name == "swap":
+            y = observations[min(at + 1, len(observations) - 1)] if rng.random() < 0.7 else y
+    return OPERATION_CODES[name], x, y, z
+
+
+def mutate(data: bytes, max_size: int, seed: int, formats: Optional[Sequence[str]] = None,
+           compressed: bool = False) -> bytes:
+    """atheris' custom mutator: a recipe changed by one operation (added, replaced or removed),
+    moved to another seed or variant, aiming mostly at observation messages; otherwise (and for
+    raw captures) atheris' own byte mutations."""
+    import atheris
+    rng = random.Random(seed)
+    if not data.startswith(PROGRAM) or rng.random() < 0.3:
+        return atheris.Mutate(data, max_size)
+    found = decode(data, formats)
+    name, _, rest = data[1:].partition(b"\n")
+    variant = rest[0] if rest else 0
+    ops = [tuple(rest[at:at + OPERATION_SIZE]) for at in range(1, len(rest) - OPERATION_SIZE + 1, OPERATION_SIZE)]
+    seed_used = found.seed
+    action = rng.random()
+    if action < 0.45 and len(ops) < MAX_OPERATIONS:
+        ops.insert(rng.randrange(len(ops) + 1), _new_operation(rng, seed_used, compressed))
+    elif action < 0.65 and ops:
+        ops[rng.randrange(len(ops))] = _new_operation(rng, seed_used, compressed)
+    elif action < 0.75 and ops:
+        del ops[rng.randrange(len(ops))]
+    elif action < 0.9:
+        pool = [s for s in all_seeds().values() if formats is None or s.format in formats]
+        seed_used = rng.choice(pool)
+    else:
+        variant ^= 1
+    out = PROGRAM + seed_used.name.encode() + b"\n" + bytes([variant]) + b"".join(bytes(op) for op in ops)
+    return out[:max_size]
 
 
 def main(argv: Sequence[str]) -> int:
