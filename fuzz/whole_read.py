@@ -1000,6 +1000,18 @@ def run_input(data: bytes, replay: bool = True, formats: Optional[Sequence[str]]
                   file=sys.stderr, flush=True)
 
 
+# Operations that make a read heavy by design: a blow-up is named by the first of them present.
+_HEAVY = ("huge_count", "huge_sequence", "bomb")
+
+
+def _operations_label(found: Input) -> str:
+    if found.seed is None:
+        return "raw bytes"
+    done = set(found.operations) - {"gzip", "zstd"}
+    heavy = [op for op in _HEAVY if op in done]
+    return heavy[0] if heavy else "+".join(sorted(done)) or "unchanged"
+
+
 def prepare() -> None:
     """Before fuzzing: the seeds made and each one's clean read done (in this process)."""
     for name in all_seeds():

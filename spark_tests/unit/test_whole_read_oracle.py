@@ -121,3 +121,9 @@ def test_guarded_mutation_keeps_the_oracle(name, operations):
     finally:
         os.remove(path)
     assert outcome == ("ok", [])
+
+
+def test_a_fuzz_input_runs_whole_in_a_child():
+    """What the harness runs per input (``run_input``): a recipe decoded, read in the child,
+    checked, read again here; a duplicated message of a capture is no finding."""
+    w.run_input(w.program("orders_3obs.dmp", [("duplicate", 5, 0, 0)]), replay=True, formats=("dmpmqmsg",))
