@@ -1031,14 +1031,17 @@ def whole_read_target(data: bytes, formats: Optional[Sequence[str]] = None) -> N
 
 
 def _starting_recipes(names: Sequence[str]) -> List[bytes]:
-    """Each seed as it is and with a message dropped or two swapped; the other operations on a
-    few seeds (atheris' mutations of the operation bytes bring them to the rest). The heavy
-    ones go on one seed only: on code where they blow up, each costs the time limit."""
+    """Each seed as it is, with its first observation message dropped and with its first two
+    swapped; garbled and duplicated on every third seed (the structural mutator brings every
+    operation to every message). The heavy operations go on one seed only: on code where they
+    blow up, each costs the time limit."""
     out = []
     for n, name in enumerate(names):
-        out += [program(name), program(name, [("drop", 5 + n, 0, 0)]), program(name, [("swap", 4 + n, 6 + n, 0)])]
+        observations = _observations_of(name) or (5,)
+        first, second = observations[0], observations[min(1, len(observations) - 1)]
+        out += [program(name), program(name, [("drop", first, 0, 0)]), program(name, [("swap", first, second, 0)])]
         if n % 3 == 0:
-            out += [program(name, [("garble", 5 + n, n, n)]), program(name, [("duplicate", 5 + n, 0, 0)])]
+            out += [program(name, [("garble", first, n, n)]), program(name, [("duplicate", second, 0, 0)])]
     if names:
         out += [program(names[0], [("huge_count", 0, 0, 0)]), program(names[0], [("huge_sequence", 1, 1, 0)])]
     return out
