@@ -55,7 +55,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "sample_queues")
 
-TIME_LIMIT = 20.0  # seconds the reads of one input may take
+TIME_LIMIT = 10.0  # seconds the reads of one input may take (they take about 50 ms)
 MEMORY_LIMIT = 2 << 30  # address space the reads of one input may add to what the fuzzer holds
 MODES = ("failfast", "permissive", "dropmalformed")
 LISTING_VIEWS = ("files", "messages", "attachments")
