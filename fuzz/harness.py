@@ -85,7 +85,7 @@ class Harness:
     def __init__(self, name: str, stats_path: str, crashes_dir: str):
         from fuzz import targets
         self.targets = targets
-        self.target = targets.TARGETS[name]
+        self.target = targets.ALL_TARGETS[name]
         self.stats_path = stats_path
         self.crashes_dir = crashes_dir
         self.inputs = 0
@@ -96,6 +96,9 @@ class Harness:
     def warm_up(self) -> None:
         """Every seed once before fuzzing: numba kernels loaded, codecs and lazy imports done, so
         that the memory bound measures inputs, not first calls."""
+        if self.target.prepare is not None:
+            self.target.prepare()
+            return
         for seed in self.targets.seeds_of(self.target.name):
             try:
                 self.target.run(seed)
@@ -115,6 +118,8 @@ class Harness:
             self.flush(now)
 
     def signature(self, e: BaseException) -> str:
+        if getattr(e, "signature", None):  # the whole-read oracle names what it found
+            return e.signature
         frames = traceback.extract_tb(e.__traceback__)
         ours = [f for f in frames if "cmi_datasource" in f.filename] or frames[-1:]
         where = f"{os.path.relpath(ours[-1].filename, ROOT)}:{ours[-1].lineno}" if ours else "?"
@@ -159,17 +164,21 @@ def main(argv) -> None:
     import atheris
     _import_instrumented()
     from fuzz import targets
-    if name not in targets.TARGETS:
-        sys.exit(f"unknown target {name!r}; targets: {', '.join(targets.TARGETS)}")
+    if name not in targets.ALL_TARGETS:
+        sys.exit(f"unknown target {name!r}; targets: {', '.join(targets.ALL_TARGETS)}")
     out = os.path.join(HERE, "out", name)
     harness = Harness(name, os.environ.get("CMI_FUZZ_STATS", os.path.join(out, "stats.json")),
                       os.environ.get("CMI_FUZZ_CRASHES", os.path.join(HERE, "crashes", name)))
     os.makedirs(os.path.dirname(harness.stats_path), exist_ok=True)
     harness.warm_up()
-    import tracemalloc
-    tracemalloc.start(1)  # once for the run: run_checked measures each input's peak
+    if harness.target.traced:
+        import tracemalloc
+        tracemalloc.start(1)  # once for the run: run_checked measures each input's peak
     harness.flush(time.monotonic())
-    atheris.Setup([argv[0]] + argv[2:], harness.one_input)
+    if harness.target.mutate is not None:  # structure-aware mutations beside atheris' own
+        atheris.Setup([argv[0]] + argv[2:], harness.one_input, custom_mutator=harness.target.mutate)
+    else:
+        atheris.Setup([argv[0]] + argv[2:], harness.one_input)
     atheris.Fuzz()
 
 

@@ -67,6 +67,8 @@ def fuzz_target(name: str, seconds: float, timeout: int, boundscheck: bool, quie
     os.makedirs(out, exist_ok=True)
     for old in glob.glob(os.path.join(out, "*")):
         os.remove(old)
+    from fuzz.targets import ALL_TARGETS
+    timeout = ALL_TARGETS[name].timeout or timeout
     largest = seed_corpus(name, corpus)
     max_len = min(max(4096, 2 * largest), MAX_LEN_CAP)
     env = _env(boundscheck)
@@ -141,7 +143,7 @@ def results_markdown(results: List[Dict], seconds: float, boundscheck: bool) -> 
 
 
 def main(argv=None) -> int:
-    from fuzz.targets import TARGETS
+    from fuzz.targets import ALL_TARGETS as TARGETS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("FUZZ_SECONDS") or 60))
     parser.add_argument("--targets", default=os.environ.get("FUZZ_TARGETS") or "",

@@ -53,6 +53,13 @@ class Target:
     seeds: Callable[[], List[bytes]]
     description: str
     memory_constant: int = MEMORY_CONSTANT  # the bound's constant part (see memory_bound)
+    # False: the target bounds its memory itself (the whole-read targets read in a child
+    # process under RLIMIT_AS), so its input is run without tracemalloc.
+    traced: bool = True
+    timeout: Optional[int] = None  # libFuzzer's -timeout for one input, when not run.py's --timeout
+    prepare: Optional[Callable[[], None]] = None  # the harness's warm-up instead of running every seed
+    # atheris' custom mutator (data, max_size, seed) -> bytes, when the target mutates its own way
+    mutate: Optional[Callable[[bytes, int, int], bytes]] = None
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -532,6 +539,18 @@ def capture_seeds() -> List[bytes]:
     return sample_bytes() + mqget_seeds()[:1] + pcap_seeds()[:1]
 
 
+# -- whole reads in every mode under the differential oracle (whole_read.py) ------------------------
+
+
+def _whole_read(name: str, description: str, formats: Tuple[str, ...], compressed: bool = False) -> Target:
+    from fuzz import whole_read
+    # An input may take the child's time limit, then as long again replayed here for coverage.
+    return Target(name, functools.partial(whole_read.whole_read_target, formats=formats),
+                  functools.partial(whole_read.target_seeds, formats, compressed), description, traced=False,
+                  timeout=int(3 * whole_read.TIME_LIMIT), prepare=whole_read.prepare,
+                  mutate=functools.partial(whole_read.mutate, formats=formats, compressed=compressed))
+
+
 # -- the table ---------------------------------------------------------------------------------------
 
 TARGETS: Dict[str, Target] = {t.name: t for t in (
@@ -550,6 +569,18 @@ TARGETS: Dict[str, Target] = {t.name: t for t in (
     Target("capture", capture_target, capture_seeds, "whole capture files: Capture.open and every view",
            MEMORY_CONSTANT + (64 << 20)),
 )}
+# The whole reads under the differential oracle: a table of their own, as they find bugs of the
+# read modes rather than of one parser (test_fuzz_parsers.py runs TARGETS; make fuzz runs both).
+WHOLE_READ_TARGETS: Dict[str, Target] = {t.name: t for t in (
+    _whole_read("whole_read_mq", "whole reads of MQ captures (dmpmqmsg, amqsbcg, MQGET) in every mode, "
+                "differential oracle", ("dmpmqmsg", "amqsbcg", "mqget")),
+    _whole_read("whole_read_tibrv", "whole reads of TIB/RV captures in every mode, differential oracle", ("tibrv",)),
+    _whole_read("whole_read_mqtt", "whole reads of MQTT captures in every mode, differential oracle", ("mqtt",)),
+    _whole_read("whole_read_compressed", "whole reads of gzip and zstd captures (flipped, cut, bombs) in every "
+                "mode, differential oracle", ("dmpmqmsg", "amqsbcg", "mqget", "tibrv", "mqtt"), True),
+)}
+ALL_TARGETS: Dict[str, Target] = {**TARGETS, **WHOLE_READ_TARGETS}
+
 
 
 def run_checked(target: Target, data: bytes) -> None:
@@ -558,6 +589,12 @@ def run_checked(target: Target, data: bytes) -> None:
     passed ``memory_bound(len(data))``. Traces memory for the call when tracemalloc is not
     running already (the harness keeps it running)."""
     from cmi_datasource.errors import CmiError
+    if not target.traced:
+        try:
+            target.run(data)
+        except CmiError:
+            pass
+        return
     started = not tracemalloc.is_tracing()
     if started:
         tracemalloc.start(1)
@@ -579,4 +616,4 @@ def run_checked(target: Target, data: bytes) -> None:
 
 
 def seeds_of(name: str) -> List[bytes]:
-    return [s for s in TARGETS[name].seeds() if s]
+    return [s for s in ALL_TARGETS[name].seeds() if s]
