@@ -19,7 +19,7 @@ not a stuck fuzzer. The oracle (``check``) then asks, per input:
   partition returns): for a message-level mutation of a seed they are the clean read's rows at
   those numbers, and a FAILFAST read returns every row of the clean read;
 - no returned row is also reported lost, and the rows returned plus the rows the reports say
-  are lost (``LostRows``: its count, or its gap's cost) equal the data set's declared count
+  are lost (``LostRows``: its count) equal the data set's declared count
   when every report gives a count.
 
 An input is either ``b"R"`` + a variant byte + a capture (atheris mutates its bytes freely), or
@@ -529,7 +529,7 @@ class Read:
     rows: List[str] = field(default_factory=list)
     places: List[Optional[Tuple[str, int]]] = field(default_factory=list)  # (attachment, row); None: unknown
     corrupt: List[Optional[str]] = field(default_factory=list)  # the _corrupt_record of each row
-    lost: Dict[str, tuple] = field(default_factory=dict)  # report text -> (attachment, first, count, gap)
+    lost: Dict[str, tuple] = field(default_factory=dict)  # report text -> (attachment, first, count)
     problems: List[Tuple[str, str]] = field(default_factory=list)  # (check, detail)
     declared: Dict[str, int] = field(default_factory=dict)  # attachment -> declared observations
     names: Dict[str, str] = field(default_factory=dict)  # attachment -> its data set's name
@@ -623,7 +623,7 @@ def whole_read(path: str, view_name: str, mode: str, attachment: Optional[str] =
     for text in result.corrupt:
         if text is not None and text in _REPORTED:
             lost = _REPORTED[text]
-            result.lost[text] = (lost.error.location.attachment, lost.first, lost.count, lost.gap)
+            result.lost[text] = (lost.error.location.attachment, lost.first, lost.count)
     return result
 
 
@@ -832,9 +832,9 @@ def _counts_add_up(p: Read, clean: Optional[Clean]) -> List[Tuple[str, str]]:
             reported.setdefault(lost[0], []).append(lost)
     for key, losses in reported.items():
         rows = set(returned.get(key, []))
-        for _, first, count, gap in losses:
+        for _, first, count in losses:
             also = rows.intersection(range(first, first + count)) if None not in (first, count) else ()
-            if also and gap is None:
+            if also:
                 out.append((f"returned row also reported lost ({p.name()})",
                             f"attachment {key}: row {sorted(also)[0] + 1} returned, observations {first + 1} "
                             f"to {first + count} reported lost"))
@@ -845,11 +845,10 @@ def _counts_add_up(p: Read, clean: Optional[Clean]) -> List[Tuple[str, str]]:
         declared = clean.complete[seed_key] if seed_key is not None and seed_key in clean.complete \
             else p.declared.get(key)
         losses = reported.get(key, [])
-        gap_costs = {gap[2] for _, _, _, gap in losses if gap is not None}
-        counts = [count for _, _, count, gap in losses if gap is None]
-        if declared is None or None in gap_costs or None in counts:
+        counts = [count for _, _, count in losses]
+        if declared is None or None in counts:
             continue
-        lost_rows = sum(counts) + sum(gap_costs)
+        lost_rows = sum(counts)
         got = len(returned.get(key, []))
         if got + lost_rows != declared:
             out.append((f"returned plus reported rows differ from the declared count ({p.name()})",

@@ -8,8 +8,9 @@ compressed stream cut or flipped).
 Each case reads the mutated capture whole, as ``cmi`` and Spark read it, in FAILFAST, PERMISSIVE
 and DROPMALFORMED, and asserts what the oracle asks (only CmiError escapes; the modes agree;
 trusted rows are the clean read's rows at their own row numbers; returned plus reported rows
-equal the declared count). Cases that fail on today's code are marked strict xfail with the
-issue 26 finding they show: when a fix makes one pass, pytest says so, and the mark goes.
+equal the declared count). The one damage no reader can see, TIB/RV messages swapped, is marked
+strict xfail with why; the cases of issue 26's findings 1 to 4 and 6, 7 that failed before its
+fixes now pass (fuzz/results.md).
 """
 from __future__ import annotations
 
@@ -26,22 +27,11 @@ CAPTURES = ("mixed_types.dmp", "big_endian_273_819.dmp", "orders_3obs.dmp", "ord
             "orders_2obs_be_aligned.dmp", "indep_le_seq.dmp", "orders_3obs.amqsbcg.txt", "orders_3obs.mqget",
             "orders_3obs.mqtt", "orders_small_ato.rv")
 
-# Cases that show a finding of issue 26 on the code of the day (fuzz/results.md describes each):
-# 1 a row made up and returned as trusted, 2 a huge count or sequence number blowing up the read,
-# 3 a decompression bomb, 4 an untyped error, 5 TIB/RV messages reordered; found beside them:
-# 6 a lost TIB/RV ATO message gives its rows' numbers to the rows after it (the report names the
-# last observations as lost), 7 after a gap in an attachment of whole-observation messages the
-# trusted rows are numbered from 0 again.
-KNOWN = {
-    "mixed_types.dmp-drop-1": 1, "mixed_types.dmp-garble-1": 1,
-    "mixed_types.dmp-huge-count": 2, "orders_3obs_be.dmp-huge-sequence": 2,
-    "orders_3obs.dmp-zstd-bomb": 3, "orders_3obs.mqget-zstd-bomb": 3,
-    "orders_3obs.dmp-gzip-flip": 4, "orders_3obs.dmp-zstd-flip": 4,
-    **{f"orders_small_ato.rv-swap-{i}-{i + 1}": 5 for i in range(1, 7)},
-    **{f"orders_small_ato.rv-drop-{i}": 6 for i in range(1, 7)},
-    "orders_2obs_be_aligned.dmp-drop-1": 7, "orders_2obs_be_aligned.dmp-garble-1": 7,
-    **{f"indep_le_seq.dmp-{op}-{i}": 7 for op in ("drop", "garble") for i in range(1, 5)},
-}
+# What no reader can tell (README "TIB/RV"): an RV attachment carries no sequence number, offset or
+# send time, so two ATO messages swapped leave every count it declares right, and capture order is
+# read as the order. Strict xfail: if a later change detects the swap, pytest says so.
+KNOWN = {f"orders_small_ato.rv-swap-{i}-{i + 1}": "TIB/RV carries no message order: a swap of two ATO messages "
+         "keeps every declared count (transports/tibrv/sequence.py)" for i in range(1, 7)}
 
 
 def _message_cases():
@@ -60,7 +50,7 @@ def _params(cases):
     for case_id, name, operations in cases:
         marks = ()
         if case_id in KNOWN:
-            marks = pytest.mark.xfail(strict=True, reason=f"issue 26 finding {KNOWN[case_id]}")
+            marks = pytest.mark.xfail(strict=True, reason=KNOWN[case_id])
         yield pytest.param(name, operations, id=case_id, marks=marks)
 
 
