@@ -59,11 +59,11 @@ def _env(boundscheck: bool) -> Dict[str, str]:
 
 
 def fuzz_target(name: str, seconds: float, timeout: int, boundscheck: bool, quiet: bool,
-                corpus_root: str = os.path.join(HERE, "corpus")) -> Dict:
+                corpus_root: str = os.path.join(HERE, "corpus"), crashes_root: str = os.path.join(HERE, "crashes")) -> Dict:
     """Runs the target's harness for ``seconds`` on ``corpus_root/<name>``; its totals and bugs."""
     corpus = os.path.join(corpus_root, name)
     out = os.path.join(HERE, "out", name)
-    crashes_dir = os.path.join(HERE, "crashes", name)
+    crashes_dir = os.path.join(crashes_root, name)
     os.makedirs(out, exist_ok=True)
     for old in glob.glob(os.path.join(out, "*")):
         os.remove(old)
@@ -155,6 +155,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="also write the results as JSON here")
     parser.add_argument("--corpus", default=os.path.join(HERE, "corpus"),
                         help="where each target's corpus directory is (default fuzz/corpus; CI's smoke: seeds only)")
+    parser.add_argument("--crashes", default=os.path.join(HERE, "crashes"),
+                        help="where each target's bugs are kept (default fuzz/crashes)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.targets.split(",") if n.strip()] or list(TARGETS)
@@ -169,7 +171,7 @@ def main(argv=None) -> int:
     boundscheck = not args.no_boundscheck
     with ThreadPoolExecutor(max(args.jobs, 1)) as pool:
         results = list(pool.map(lambda n: fuzz_target(n, args.seconds, args.timeout, boundscheck, args.quiet,
-                                                           args.corpus), names))
+                                                           args.corpus, args.crashes), names))
     text = results_markdown(results, args.seconds, boundscheck)
     print(text)
     if args.results:

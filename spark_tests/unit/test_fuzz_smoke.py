@@ -34,7 +34,7 @@ def _smoke(tmp_path, targets):
     command = [sys.executable, os.path.join(ROOT, "fuzz", "run.py"), "--seconds", str(SMOKE_SECONDS),
                "--jobs", str(min(os.cpu_count() or 1, 4)), "--results", "", "--json", str(report),
                "--no-boundscheck", "--quiet", "--corpus", str(tmp_path / "corpus"),  # the seeds alone
-               "--targets", ",".join(targets)]
+               "--crashes", str(tmp_path / "crashes"), "--targets", ",".join(targets)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads(report.read_text()), done
@@ -62,5 +62,5 @@ def test_the_whole_read_harness_runs_and_its_finds_replay(tmp_path):
         with open(found["file"], "rb") as f:
             data = f.read()
         with pytest.raises(whole_read.Finding) as again:
-            whole_read.run_input(data, replay=False, formats=("tibrv",))
+            whole_read.run_input(data, replay=False, formats=whole_read.TARGET_FORMATS["whole_read_tibrv"][0])
         assert again.value.signature == signature
