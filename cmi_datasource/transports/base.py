@@ -399,6 +399,16 @@ def _parse_pool() -> ThreadPoolExecutor:
     return _POOL
 
 
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of its parent's threads: work handed to the parent's pool would
+    wait forever (a read in a child forked after one in the parent hung), so it makes its own."""
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
 def _in_order(job, index: int, path: str, parse, keep: Optional[Keep]):
     """A parsed chunk's messages numbered on from ``index``; returns the next index."""
     (base, data, stop), future = job
