@@ -124,12 +124,18 @@ result = [(m.file_offset, m.problem) for m in messages if m.problem]
     assert peak < MEMORY_BOUND
 
 
-def test_max_record_bytes_bounds_one_message_and_can_be_raised(tmp_path):
-    # One message of 300 KB of data: 600 KB of hex, as dmpmqmsg writes it (25 bytes a line).
+def big_message_dump(tmp_path, name: str):
+    """A dump of one message of 300 KB of data (600 KB of hex, as dmpmqmsg writes it, 25 bytes a
+    line) and one of 1 byte: (path, the big payload)."""
     payload = bytes(range(256)) * 1200
     lines = b"".join(b"X " + payload[at:at + 25].hex().upper().encode() + b"\n" for at in range(0, len(payload), 25))
-    path = tmp_path / "big_message.dmp"
+    path = tmp_path / name
     path.write_bytes(b"* QLOAD Version:8.0\n\nA MST 8\nA CCS 1208\n" + lines + b"\nA MST 8\nX 41\n")
+    return path, payload
+
+
+def test_max_record_bytes_bounds_one_message_and_can_be_raised(tmp_path):
+    path, payload = big_message_dump(tmp_path, "big_message.dmp")
     try:
         ReadOptions.parse({"path": str(path), "maxRecordBytes": str(256 << 10)})
         assert containers.max_record_bytes() == 256 << 10
@@ -149,10 +155,7 @@ def test_max_record_bytes_bounds_one_message_and_can_be_raised(tmp_path):
 def test_an_index_cached_under_one_bound_is_not_used_under_another(tmp_path):
     """The cached index of a file read with a small maxRecordBytes holds its big message as damage:
     raising the bound must read the message, not the cached damage."""
-    payload = bytes(range(256)) * 1200
-    lines = b"".join(b"X " + payload[at:at + 25].hex().upper().encode() + b"\n" for at in range(0, len(payload), 25))
-    path = tmp_path / "cached.dmp"
-    path.write_bytes(b"* QLOAD Version:8.0\n\nA MST 8\nA CCS 1208\n" + lines + b"\nA MST 8\nX 41\n")
+    path, payload = big_message_dump(tmp_path, "cached.dmp")
     try:
         ReadOptions.parse({"path": str(path), "maxRecordBytes": str(256 << 10)})
         assert Capture.open(str(path)).messages[0].damage.kind is RecordTooLargeError
