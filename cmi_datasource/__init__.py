@@ -14,11 +14,14 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    # Capture brings numpy, pyarrow and numba: imported when first asked for, so that a process
+    # Capture and the readers bring numpy, pyarrow and numba: imported when first asked for, so that a process
     # that only needs a name from the package (Spark's discovery of pyspark_cmi) stays light.
     if name == "Capture":
         from .engine.capture import Capture
         return Capture
+    if name in ("read", "read_batches"):
+        from .engine import reading
+        return getattr(reading, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -28,6 +31,6 @@ def register(spark) -> None:
     spark.dataSource.register(CmiDataSource)
 
 
-__all__ = ["Capture", "register", "CmiError", "CmiFormatError", "CmiOptionError", "DumpSyntaxError",
+__all__ = ["read", "read_batches", "Capture", "register", "CmiError", "CmiFormatError", "CmiOptionError", "DumpSyntaxError",
            "TruncatedError", "AttachmentError", "IncompleteAttachmentError", "DatasetLayoutError",
            "UnknownCaptureFormatError", "ValueConversionError"]

@@ -12,13 +12,16 @@ import click
 import pyarrow as pa
 from rich.table import Table
 
-from ..engine.options import DEFAULT_BATCH_ROWS, PERMISSIVE
+from ..engine import reading
+from ..engine.options import DEFAULT_BATCH_ROWS, READ_MODES
+from ..engine.plan import Part
+from ..engine.views import FilePart
 from ..explore.render import rich_table
 from .exits import EXIT_CODES_HELP, CmiGroup
 from .output import console, file_name, print_json
-from .reading import first_rows, option_pairs, read_options, view_batches, view_of, view_table
+from .reading import load_of, option_pairs
 
-MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")
+MODES = tuple(name.upper() for name in READ_MODES)
 
 GROUP_HELP = """Explore captures of SAS CMI message-queue traffic (IBM MQ dumps, TIB/RV, MQTT, SAP DB)
 from the terminal: the attachments, data sets, files and messages they hold.
@@ -94,7 +97,7 @@ def list_attachments(paths: Sequence[str], options: Sequence[str], as_json: bool
     """List the attachments of a capture: one row per data set or file sent, whether all its
     messages were captured (found/expected), its observations and variables, and why it cannot
     be read when it cannot (the attachments view)."""
-    table = view_table(read_options(paths, option_pairs(options), view="attachments"))
+    table = reading.table(load_of(paths, option_pairs(options), view="attachments"))
     rows = table.to_pylist()
     summary = {"attachments": len(rows), "complete": sum(1 for r in rows if r["complete"]),
                "with_problems": sum(1 for r in rows if r["problem"])}
@@ -137,14 +140,13 @@ def contents(arguments: Sequence[str], options: Sequence[str], as_json: bool) ->
     incomplete one with why it cannot be read."""
     paths, dataset = paths_and_dataset(arguments)
     given = option_pairs(options)
-    attachments = view_table(read_options(paths, given, view="attachments")).to_pylist()
-    variables = view_table(read_options(paths, given, view="variables")).to_pylist()
+    attachments = reading.table(load_of(paths, given, view="attachments")).to_pylist()
+    variables = reading.table(load_of(paths, given, view="variables")).to_pylist()
     if dataset is None:
         chosen = [a for a in attachments if a["kind"] == "dataset"]
     else:
         # The attachments a read of this data set would return, as the dataset view chooses them.
-        o = read_options(paths, given, view="dataset", dataset=dataset)
-        keys = {getattr(part, "key_hex", None) for part in view_of(o).plan(o)}
+        keys = set(reading.plan(load_of(paths, given, view="dataset", dataset=dataset)).attachments)
         chosen = [a for a in attachments if a["attachment"] in keys]
     described = [dict(data_set_facts(a), variables=[
         {k: v for k, v in row.items() if k not in ("dataset", "attachment")}
@@ -207,8 +209,9 @@ def head(paths: Sequence[str], dataset: str, rows: int, names: bool, mode: Optio
     if not any(key.lower() == "batchrows" for key in given):
         # A first batch of exactly the rows shown: nothing past them is decoded.
         given["batchRows"] = str(min(rows, DEFAULT_BATCH_ROWS))
-    o = read_options(paths, given, view="dataset", dataset=dataset, mode=mode)
-    table, planned = first_rows(o, rows)
+    load = load_of(paths, given, view="dataset", dataset=dataset, mode=mode)
+    table, plan = reading.first_rows(load, rows)
+    planned = plan.rows
     labels = {f.name: (f.metadata or {}).get(b"label", b"").decode() for f in table.schema}
     if as_json:
         print_json({"dataset": dataset, "observations": planned,
@@ -217,8 +220,8 @@ def head(paths: Sequence[str], dataset: str, rows: int, names: bool, mode: Optio
         return
     headers = {} if names else {name: label for name, label in labels.items() if label}
     # PERMISSIVE's report rows say what was lost; they are no observations and are counted apart.
-    reported = (table.num_rows - table.column(o.corrupt_column).null_count
-                if o.mode == PERMISSIVE else 0)
+    reported = (table.num_rows - table.column(load.options.corrupt_column).null_count
+                if load.mode.reports else 0)
     title = f"{dataset.upper()}: first {table.num_rows - reported} of {planned} observations"
     if reported:
         title += f", and {reported} row{'s' if reported > 1 else ''} saying what was lost"
@@ -262,14 +265,15 @@ def messages(paths: Sequence[str], wanted: Optional[str], rows: Optional[int], o
     sequenced) with the attachment and sequence number, its length, and what the capture lost
     of it (the messages view, without the payload bytes)."""
     given = option_pairs(options)
-    names = {a["attachment"]: a["name"] for a in view_table(read_options(paths, given, view="attachments")).to_pylist()
+    names = {a["attachment"]: a["name"] for a in reading.table(load_of(paths, given, view="attachments")).to_pylist()
              if a["attachment"]}
     keys = None if wanted is None else attachment_keys(wanted, names)
-    o = read_options(paths, given, view="messages")
-    several_files = len(set(resolved_sources(o))) > 1
+    load = load_of(paths, given, view="messages")
+    plan = reading.plan(load)
+    several_files = len(set(capture_files(plan.parts or ()))) > 1
     shown: List[Dict] = []
     total = with_problems = 0
-    for batch in view_batches(o):
+    for batch in reading.batches(load, plan):
         for row in batch.drop_columns(["payload"]).to_pylist():
             if keys is not None and row["attachment"] not in keys:
                 continue
@@ -294,9 +298,9 @@ def messages(paths: Sequence[str], wanted: Optional[str], rows: Optional[int], o
               + f", {with_problems} with problems")
 
 
-def resolved_sources(o) -> List[str]:
+def capture_files(parts: Sequence[Part]) -> List[str]:
     """The capture files of the load (the messages view plans one partition per file)."""
-    return list(view_of(o).plan(o))
+    return [part.path for part in parts if isinstance(part, FilePart)]
 
 
 def attachment_keys(wanted: str, names: Dict[str, str]) -> set:

@@ -14,7 +14,8 @@ import click
 from .commands import _examples, cli, mode_setting, option_setting, paths_argument
 from .exits import OUTPUT, Failure
 from .output import console
-from .reading import option_pairs, read_options, view_of
+from ..engine import planned
+from .reading import load_of, option_pairs
 
 TARGETS = ("parquet", "csv")
 
@@ -42,8 +43,7 @@ def convert(paths: Sequence[str], dataset: str, out: str, target: str, overwrite
     # Before a JVM starts, what can fail fast does: the options, by the parser the source uses,
     # and the data set's choice and definitions, planned as Spark's planning will (the capture's
     # message index is cached on disk, so Spark's planning reads it again for free).
-    o = read_options(paths, given, view="dataset", dataset=dataset, mode=mode)
-    view_of(o).schema(o)
+    planned.schema(load_of(paths, given, view="dataset", dataset=dataset, mode=mode))
     check_destination(out, overwrite)
     status = console(stderr=True).status(f"converting {dataset} to {target} with Spark ...")
     if status.console.is_terminal:

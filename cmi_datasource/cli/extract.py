@@ -17,14 +17,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from ..engine.options import FAILFAST, PERMISSIVE, ReadOptions
+from ..engine import reading
+from ..engine.load import Load
+from ..engine.options import FAILFAST, PERMISSIVE
 from ..errors import CmiFormatError
 from ..explore.render import rich_table
 from ..safe_paths import open_new_file, write_new_file
 from .commands import _examples, cli, json_flag, mode_setting, option_setting, paths_argument
 from .exits import DAMAGED, Failure, writing
 from .output import console, print_json, warn
-from .reading import option_pairs, read_options, view_of, view_table
+from .reading import load_of, option_pairs
 
 DATASET_FORMATS = ("parquet", "csv", "none")
 FILE_KINDS = ("text", "binary")
@@ -66,11 +68,11 @@ def extract(paths: Sequence[str], directory: str, dataset_format: str, mode: Opt
     that can be trusted plus a _corrupt_record row per damaged stretch (DROPMALFORMED: the trusted
     rows only), and the exit code is 0."""
     given = option_pairs(options)
-    listing = read_options(paths, given, view="attachments", mode=mode)
+    listing = load_of(paths, given, view="attachments", mode=mode)
     # From here the mode is the command's to set on each read (it may have come as -o mode=...).
     given = {key: value for key, value in given.items() if key.lower() != "mode"}
-    attachments = view_table(listing).to_pylist()
-    files = file_rows(paths, given, listing.mode)
+    attachments = reading.table(listing).to_pylist()
+    files = file_rows(paths, given, listing.mode.name)
     extraction = Extraction(directory)
     with writing(directory):
         os.makedirs(directory, exist_ok=True)
@@ -85,14 +87,14 @@ def extract(paths: Sequence[str], directory: str, dataset_format: str, mode: Opt
                 write_file(extraction, attachment, files.get(attachment["attachment"]))
             elif attachment["kind"] == "dataset":
                 if dataset_format != "none":
-                    o = read_options(paths, given, view="dataset", attachment=attachment["attachment"],
-                                     mode=listing.mode)
-                    write_dataset(extraction, attachment, o, dataset_format, progress)
+                    load = load_of(paths, given, view="dataset", attachment=attachment["attachment"],
+                                   mode=listing.mode.name)
+                    write_dataset(extraction, attachment, load, dataset_format, progress)
             else:  # a header no attachment can be read from
                 extraction.skip(attachment, attachment["problem"])
             progress.advance(overall)
     report(extraction, as_json)
-    if extraction.skipped and listing.mode == FAILFAST:
+    if extraction.skipped and listing.mode.raises:
         raise Failure(f"{len(extraction.skipped)} attachment(s) left out because they are incomplete or damaged; "
                       f"--mode PERMISSIVE writes what can be trusted of a data set", DAMAGED)
 
@@ -103,14 +105,14 @@ def file_rows(paths: Sequence[str], given: Dict[str, str], mode: str) -> Dict[st
     PERMISSIVE mode gives an unreadable file a row of its own rather than stopping at it; in
     FAILFAST, damage no attachment can claim still stops the extract, as it stops a read."""
     if mode == FAILFAST:
-        failfast = read_options(paths, given, view="files", mode=FAILFAST)
         try:
-            view_of(failfast).plan(failfast)
+            reading.plan(load_of(paths, given, view="files", mode=FAILFAST))
         except CmiFormatError as e:
             if e.attachment is None:  # it may have held any attachment: nothing can be trusted
                 raise
-    o = read_options(paths, given, view="files", mode=PERMISSIVE)
-    return {row["attachment"]: dict(row, corrupt=row[o.corrupt_column]) for row in view_table(o).to_pylist()}
+    load = load_of(paths, given, view="files", mode=PERMISSIVE)
+    column = load.options.corrupt_column
+    return {row["attachment"]: dict(row, corrupt=row[column]) for row in reading.table(load).to_pylist()}
 
 
 def write_file(extraction: Extraction, attachment: Dict[str, Any], row: Optional[Dict[str, Any]]) -> None:
@@ -124,13 +126,12 @@ def write_file(extraction: Extraction, attachment: Dict[str, Any], row: Optional
                                "corrupt_rows": None, "corrupt_column": None})
 
 
-def write_dataset(extraction: Extraction, attachment: Dict[str, Any], o: ReadOptions, file_format: str,
+def write_dataset(extraction: Extraction, attachment: Dict[str, Any], load: Load, file_format: str,
                   progress: Progress) -> None:
     """The dataset view of one attachment, streamed batch by batch into a new file."""
-    dataset = view_of(o)
+    reports, column = load.mode.reports, load.options.corrupt_column
     try:
-        schema = dataset.schema(o)
-        plan = dataset.plan(o)
+        plan = reading.plan(load)
     except CmiFormatError as e:
         return skip_damaged(extraction, attachment, e)
     rows = corrupt_rows = 0
@@ -143,16 +144,15 @@ def write_dataset(extraction: Extraction, attachment: Dict[str, Any], o: ReadOpt
                 chosen, sink = new_file.enter_context(
                     open_new_file(extraction.directory, f"{attachment['name']}.{file_format}"))
             with writing(chosen):
-                writer = table_writer(sink, schema, file_format)
+                writer = table_writer(sink, plan.schema, file_format)
             try:
-                for part in plan:
-                    for batch in dataset.read(part, o):
-                        with writing(chosen):
-                            writer.write_batch(batch)
-                        rows += batch.num_rows
-                        if o.mode == PERMISSIVE:  # its rows of nulls that say what was lost
-                            corrupt_rows += pc.count(batch.column(o.corrupt_column)).as_py()
-                        progress.advance(task, batch.num_rows)
+                for batch in reading.batches(load, plan):
+                    with writing(chosen):
+                        writer.write_batch(batch)
+                    rows += batch.num_rows
+                    if reports:  # its rows of nulls that say what was lost
+                        corrupt_rows += pc.count(batch.column(column)).as_py()
+                    progress.advance(task, batch.num_rows)
             finally:
                 with writing(chosen):
                     writer.close()
@@ -163,8 +163,8 @@ def write_dataset(extraction: Extraction, attachment: Dict[str, Any], o: ReadOpt
         progress.remove_task(task)
     extraction.written.append({"file": chosen, "attachment": attachment["attachment"], "name": attachment["name"],
                                "kind": "dataset", "bytes": size, "rows": rows - corrupt_rows,
-                               "corrupt_rows": corrupt_rows if o.mode == PERMISSIVE else None,
-                               "corrupt_column": o.corrupt_column if o.mode == PERMISSIVE else None})
+                               "corrupt_rows": corrupt_rows if reports else None,
+                               "corrupt_column": column if reports else None})
 
 
 def skip_damaged(extraction: Extraction, attachment: Dict[str, Any], error: CmiFormatError) -> None:

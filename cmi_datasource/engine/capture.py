@@ -2,9 +2,11 @@
 
 ``Capture.open(paths)`` resolves the paths, finds each file's capture format (by its first
 bytes, or the ``format`` option), reads each file's message index, lets each transport join
-its pieces into logical messages and assembles the CMI attachments. This is the Spark-free
-API: ``Capture.open(paths).dataset_table()`` gives the same rows as
-``spark.read.format("cmi").load(paths)``.
+its pieces into logical messages and assembles the CMI attachments. A ``Capture`` is what a
+load holds, never changed once opened; it also reads (and keeps) each dataset attachment's
+definitions and what of its observations can be trusted, since every view asks for them.
+Choosing what to read (``selection.py``), planning partitions (``plan.py``) and the views'
+tables (``tables.py``, ``views.py``) work on it; it knows none of them.
 """
 from __future__ import annotations
 
@@ -14,20 +16,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-import pyarrow as pa
-
 from ..charsets import CharsetPolicy
 from ..containers import compression_of
-from ..cmi.assembly import ROLE_OTHER, Assembly, Attachment, assemble, message_code_page
+from ..cmi.assembly import Assembly, Attachment, assemble, message_code_page
 from ..cmi.header import ATTACHMENT_DATASET
-from ..errors import AttachmentError, CmiFormatError, CmiOptionError, KeptError, Location
-from ..messages import PhysicalMessage, UnjoinedMessage
-from ..payload.sas_dataset import RECORD_OBSERVATIONS, DatasetLayout, RecordStream, arrow_schema, read_layout, \
-    record_type_of
+from ..errors import CmiFormatError, KeptError, Location
+from ..messages import MessageSpan, PhysicalMessage, UnjoinedMessage
+from ..payload.sas_dataset import RECORD_OBSERVATIONS, DatasetLayout, RecordStream, read_layout, record_type_of
 from ..transports import CaptureFormat, Transport, capture_format, detect_format
-from . import plan as planning
-from . import tables
-from .decode import reread_logical
+from .reread import planned_messages, reread
 from .index import MESSAGES_KEPT_IN_MEMORY, file_key, indexed, scan, slim
 from .memo import KeptInMemory
 from .recovery import Recovery, recover
@@ -74,7 +71,7 @@ def _messages_of(path: str, fmt: CaptureFormat, use_index_cache: bool, named: bo
     return list(messages)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Capture:
     paths: List[str]
     messages: List[PhysicalMessage]  # one per captured record, transport headers removed (index.py)
@@ -83,8 +80,9 @@ class Capture:
     unjoined: List[UnjoinedMessage] = field(default_factory=list)
     formats: Dict[str, str] = field(default_factory=dict)  # capture format name of each file
     compressed: FrozenSet[str] = frozenset()  # the files that are compressed streams (containers.py)
-    _layouts: Dict[bytes, object] = field(default_factory=dict)
-    _recoveries: Dict[bytes, Recovery] = field(default_factory=dict)
+    # Memos of what is read from the attachments (pure functions of the load).
+    _layouts: Dict[bytes, object] = field(default_factory=dict, compare=False, repr=False)
+    _recoveries: Dict[bytes, Recovery] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def open(cls, paths: Iterable[str], charsets: CharsetPolicy = CharsetPolicy(),
@@ -118,7 +116,7 @@ class Capture:
         """The message with its whole payload (re-read when planning kept only its start)."""
         if not message.is_partial:
             return message
-        return next(reread_logical([message.spans], self.formats, [message.content_key], [message.reread_hint]))
+        return next(reread(planned_messages([message], [0]), self.formats))
 
     def held_whole(self, messages: Sequence[PhysicalMessage]) -> Optional[List[PhysicalMessage]]:
         """The messages when all are held whole (a capture built in memory), else None: the caller
@@ -151,116 +149,6 @@ class Capture:
         """Dataset definitions of a complete dataset attachment (cached); raises on bad layouts."""
         return self.layout_and_observations(att)[0]
 
-    # -- plans ------------------------------------------------------------------------------
-
-    def plan(self, att: Attachment) -> planning.AttachmentPlan:
-        return planning.attachment_plan(att, self.charsets, self.formats)
-
-    def dataset_slices(self, att: Attachment, target_bytes: int) -> List[planning.DatasetSlice]:
-        layout, stream = self.layout_and_observations(att)
-        return planning.dataset_slices(att, layout, stream, self.charsets, self.formats,
-                                       self._target(layout, stream, target_bytes))
-
-    @cached_property
-    def read_whole(self) -> FrozenSet[str]:
-        """The files a partition cannot read a byte range of: compressed streams, and formats
-        whose planned spans are no byte ranges (pcap)."""
-        return self.compressed | {f for f, name in self.formats.items() if not capture_format(name).splittable}
-
-    def _target(self, layout: DatasetLayout, stream: Optional[RecordStream], target_bytes: int) -> int:
-        whole = self.read_whole
-        if stream is not None and whole and any(span[0] in whole for m in stream.messages for span in m.spans):
-            # Each partition would decompress (or reassemble) the file from its start: one reads it, once.
-            return max(target_bytes, layout.observation_bytes, stream.length)
-        return target_bytes
-
-    # -- selection --------------------------------------------------------------------------
-
-    def _describe(self, atts: Sequence[Attachment]) -> str:
-        return "; ".join(f"{a.entry.name} (attachment {a.key_hex}, "
-                         f"{'complete' if a.complete else 'incomplete'})" for a in atts)
-
-    def select_datasets(self, dataset: Optional[str] = None, attachment: Optional[str] = None,
-                        tolerant: bool = False) -> List[Attachment]:
-        """The dataset attachments a default-view read returns (several only when unionable).
-        Not ``tolerant`` (FAILFAST), damage in them or anywhere it cannot be placed raises."""
-        if not tolerant:
-            self.check_unplaced_damage()
-        datasets = [a for a in self.attachments if a.entry.attachment_type == ATTACHMENT_DATASET]
-        undescribed = sum(1 for m in self.messages if m.descriptor is None and m.damage is None)
-        if undescribed and not self.attachments:
-            own_views = sorted({v.name for t in map(self.transport_of, self.messages) if t for v in t.views})
-            raise AttachmentError(
-                f"{undescribed} of {len(self.messages)} messages in {self.paths} have no message descriptor "
-                f"(an MQ queue dumped with dmpmqmsg -dN, or traffic that carries no CMI): CMI attachments are "
-                f"found by MsgType and CorrelId, so none can be assembled", hint=(
-                    f"read the traffic with option('view', '{own_views[0]}')" if own_views else
-                    "option('view', 'messages') still lists the messages"))
-        if attachment:
-            wanted = attachment.strip().upper()
-            chosen = [a for a in self.attachments if a.key_hex == wanted]
-            if not chosen:
-                raise CmiOptionError(f"no attachment {wanted} in {self.paths}; attachments: "
-                                     f"{self._describe(self.attachments)}")
-            if chosen[0].entry.attachment_type != ATTACHMENT_DATASET:
-                raise CmiOptionError(f"attachment {wanted} is an external file; read it with "
-                                     f"option('view', 'files')")
-        elif dataset:
-            wanted = dataset.strip().upper()
-            chosen = [a for a in datasets if a.entry.name == wanted
-                      or ("." not in wanted and a.entry.name.split(".", 1)[-1] == wanted)]
-            if not chosen:
-                raise CmiOptionError(f"no dataset {wanted} in {self.paths}; datasets: {self._describe(datasets)}")
-        else:
-            if not datasets:
-                broken = self.assembly.broken_headers
-                counted = (f"no SAS dataset attachments in {self.paths} ({len(self.attachments)} attachments, "
-                           f"{len(self.messages)} messages")
-                if broken:
-                    raise AttachmentError(
-                        f"{counted}, {len(broken)} unreadable headers); the first: {broken[0].problem}",
-                        broken[0].message.location(), hint="option('view', 'attachments') lists every header "
-                        "with why it cannot be read; option('view', 'messages') shows their bytes")
-                raise CmiOptionError(counted + "); " + (
-                    "its attachments are external files: read them with option('view', 'files')"
-                    if self.attachments else "see option('view', 'attachments') or option('view', 'messages')"))
-            chosen = [a for a in datasets if a.complete] or datasets
-        if tolerant:
-            layouts = [r.layout for r in map(self.recovery, chosen) if r.layout is not None]
-            schemas = [arrow_schema(layout) for layout in layouts]
-        else:
-            self.check_undamaged(chosen)
-            for a in chosen:
-                a.ordered_messages()  # IncompleteAttachmentError for an incomplete selection
-            schemas = [arrow_schema(self.layout(a)) for a in chosen]
-        if any(not s.equals(schemas[0], check_metadata=True) for s in schemas[1:]):
-            raise CmiOptionError(
-                "several datasets with different variables; choose one with option('dataset', 'LIB.MEMBER') "
-                f"or option('attachment', '<key>'): {self._describe(chosen)}")
-        return chosen
-
-    def check_undamaged(self, chosen: Sequence[Attachment]) -> None:
-        """Raise the error of the first damaged message of a chosen attachment, named by its
-        attachment and sequence number."""
-        for att in chosen:
-            for k, m in sorted(att.sequenced.items()):
-                if m.damage is not None:
-                    raise m.damage.within(att.key_hex, k).error()
-            for m in (att.count_message, att.application):
-                if m is not None and m.damage is not None:
-                    raise m.damage.within(att.key_hex, 0 if m is att.count_message else None).error()
-
-    def check_unplaced_damage(self) -> None:
-        """Raise the error of the first damaged stretch no attachment claims: what it held is
-        unknown, so it may have been part of any of them."""
-        for m in self.messages:
-            if m.damage is not None and self.assembly.role_of(m)[0] == ROLE_OTHER:
-                raise m.damage.error()
-
-    def damaged(self) -> List[PhysicalMessage]:
-        """The damaged stretches of the capture's files, one message each."""
-        return [m for m in self.messages if m.damage is not None]
-
     def recovery(self, att: Attachment) -> Recovery:
         """What can be trusted of a dataset attachment and what is lost (cached)."""
         found = self._recoveries.get(att.key)
@@ -269,33 +157,32 @@ class Capture:
                 att, self.full, lambda message: message_code_page(message, self.charsets))
         return found
 
-    def run_slices(self, att: Attachment, recovery: Recovery, target_bytes: int) -> List[planning.DatasetSlice]:
-        """The slices of the trusted runs of an attachment read around its damage."""
-        return [part for run in recovery.runs for part in planning.dataset_slices(
-            att, recovery.layout, run.stream, self.charsets, self.formats, self._target(recovery.layout, run.stream,
-                                                                                         target_bytes),
-            (run.first_row, run.last_row))]
+    @cached_property
+    def read_whole(self) -> FrozenSet[str]:
+        """The files a partition cannot read a byte range of: compressed streams, and formats
+        whose planned spans are no byte ranges (pcap)."""
+        return self.compressed | {f for f, name in self.formats.items() if not capture_format(name).splittable}
+
+    def damaged(self) -> List[PhysicalMessage]:
+        """The damaged stretches of the capture's files, one message each."""
+        return [m for m in self.messages if m.damage is not None]
+
+    def dataset_attachments(self) -> List[Attachment]:
+        return [a for a in self.attachments if a.entry.attachment_type == ATTACHMENT_DATASET]
 
     def file_attachments(self) -> List[Attachment]:
         return [a for a in self.attachments if a.entry.attachment_type != ATTACHMENT_DATASET]
 
-    # -- the views as whole tables (tables.py builds them) ---------------------------------
-
-    def dataset_table(self, dataset: Optional[str] = None, attachment: Optional[str] = None,
-                      temporal: bool = True) -> pa.Table:
-        return tables.dataset_table(self, dataset, attachment, temporal)
-
-    def attachments_table(self) -> pa.Table:
-        return tables.attachments_table(self)
-
-    def variables_table(self) -> pa.Table:
-        return tables.variables_table(self)
-
-    def files_table(self) -> pa.Table:
-        return tables.capture_files_table(self)
-
-    def messages_table(self, source: Optional[str] = None) -> pa.Table:
-        return tables.messages_table(self, source)
+    @cached_property
+    def held_messages(self) -> Dict[Tuple[MessageSpan, ...], PhysicalMessage]:
+        """The logical messages of the attachments held whole in memory, by the spans a plan
+        names them with: a capture built in memory has no file to re-read them from."""
+        held: Dict[Tuple[MessageSpan, ...], PhysicalMessage] = {}
+        for att in self.attachments:
+            for m in att.sequenced.values():
+                if m is not None and not m.is_partial:
+                    held[m.spans] = m
+        return held
 
 
 _OPEN: KeptInMemory[Capture] = KeptInMemory(4, MESSAGES_KEPT_IN_MEMORY, lambda capture: len(capture.messages))

@@ -9,69 +9,93 @@ re-read exactly those messages, checked against the length and CRC-32 seen at pl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..charsets import CharsetPolicy
 from ..cmi.assembly import Attachment
 from ..cmi.wire import WireFormat
 from ..errors import Location
-from ..messages import MessageSpan, PhysicalMessage
+from ..messages import PhysicalMessage
 from ..payload.sas_dataset import DatasetLayout, RecordStream, observation_messages
+from .recovery import Recovery, whole
+from .reread import PlannedMessage, planned_messages
 
-ContentKey = Tuple[int, int]  # (payload length, CRC-32): PhysicalMessage.content_key
-LogicalRef = Tuple[MessageSpan, ...]  # the physical records of one logical message
+if TYPE_CHECKING:
+    from .capture import Capture
+
+class Part:
+    """What one partition reads; every view's plan is a list of them. ``rows``: the rows it
+    holds, when planning knows them; ``attachments``: the keys of the attachments it reads."""
+
+    rows: Optional[int] = None
+    attachments: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
-class AttachmentPlan:
+class NoRows(Part):
+    """The one partition of a view with nothing to read: Spark is given at least one."""
+
+    rows = 0
+
+
+@dataclass(frozen=True)
+class AttachmentPlan(Part):
     """Everything read() needs to decode one attachment's sequenced messages."""
 
     key_hex: str
     kind: str
     name: str
     wire: WireFormat
-    refs: Tuple[LogicalRef, ...]  # sequenced messages 1..N
+    messages: Tuple[PlannedMessage, ...]  # sequenced messages 1..N
     charsets: CharsetPolicy
-    formats: Mapping[str, str]  # capture format name of each source file in refs
-    checks: Tuple[ContentKey, ...] = ()
-    hints: Tuple[Any, ...] = ()  # each message's reread_hint, or () when none has one
+    formats: Mapping[str, str]  # capture format name of each source file the messages lie in
+
+    rows = 1  # one file
+
+    @property
+    def attachments(self) -> Tuple[str, ...]:  # type: ignore[override]
+        return (self.key_hex,)
 
     def sequence_of(self, location: Location) -> Optional[int]:
-        """The sequence number of the planned message at ``location`` (refs are 1..N in order)."""
-        return _sequence_at(self.refs, range(1, len(self.refs) + 1), location)
+        """The sequence number of the planned message at ``location``."""
+        return _sequence_at(self.messages, location)
 
 
 @dataclass(frozen=True)
-class DatasetSlice:
+class DatasetSlice(Part):
     """Observations [first_row, last_row) of one dataset attachment: one Spark partition.
 
     It carries the decoded definitions, so read() re-reads only the observation messages
-    that hold its rows (``refs``, whose data starts at ``base`` in the observation stream).
+    that hold its rows (``messages``, whose data starts at ``base`` in the observation stream).
     """
 
     key_hex: str
     name: str
     layout: DatasetLayout
     charsets: CharsetPolicy
-    refs: Tuple[LogicalRef, ...]
+    messages: Tuple[PlannedMessage, ...]
     base: int
     first_row: int
     last_row: int
-    formats: Mapping[str, str]  # capture format name of each source file in refs
-    checks: Tuple[ContentKey, ...] = ()
-    header_bytes: Tuple[int, ...] = ()  # transport header bytes in front of each message's data, as captured
-    hints: Tuple[Any, ...] = ()  # each message's reread_hint, or () when none has one
-    sequences: Tuple[int, ...] = ()  # each message's sequence number in the attachment (errors name it)
+    formats: Mapping[str, str]  # capture format name of each source file the messages lie in
+
+    @property
+    def rows(self) -> int:  # type: ignore[override]
+        return self.last_row - self.first_row
+
+    @property
+    def attachments(self) -> Tuple[str, ...]:  # type: ignore[override]
+        return (self.key_hex,)
 
     def sequence_of(self, location: Location) -> Optional[int]:
         """The sequence number of the planned message at ``location``, if it is one of them."""
-        return _sequence_at(self.refs, self.sequences, location)
+        return _sequence_at(self.messages, location)
 
 
-def _sequence_at(refs: Sequence[LogicalRef], sequences: Sequence[int], location: Location) -> Optional[int]:
-    for ref, sequence in zip(refs, sequences):
-        if any(span[0] == location.source and span[1] == location.message_index for span in ref):
-            return sequence
+def _sequence_at(messages: Sequence[PlannedMessage], location: Location) -> Optional[int]:
+    for m in messages:
+        if any(span[0] == location.source and span[1] == location.message_index for span in m.spans):
+            return m.sequence
     return None
 
 
@@ -81,47 +105,58 @@ def _formats_of(formats: Mapping[str, str], messages: Sequence[PhysicalMessage])
     return {source: formats[source] for source in sorted(sources) if source in formats}
 
 
-def _hints_of(messages: Sequence[PhysicalMessage]) -> Tuple[Any, ...]:
-    hints = tuple(m.reread_hint for m in messages)
-    return hints if any(h is not None for h in hints) else ()
-
-
-def attachment_plan(att: Attachment, charsets: CharsetPolicy, formats: Mapping[str, str]) -> AttachmentPlan:
+def attachment_plan(capture: "Capture", att: Attachment) -> AttachmentPlan:
+    """The plan of a complete external file (raises IncompleteAttachmentError for another)."""
     messages = att.ordered_messages()
     return AttachmentPlan(att.key_hex, att.entry.kind, att.entry.name, att.header.wire,
-                          tuple(m.spans for m in messages), charsets, _formats_of(formats, messages),
-                          tuple(m.content_key for m in messages), _hints_of(messages))
+                          planned_messages(messages, range(1, len(messages) + 1)), capture.charsets,
+                          _formats_of(capture.formats, messages))
 
 
-def dataset_slices(att: Attachment, layout: DatasetLayout, stream: Optional[RecordStream], charsets: CharsetPolicy,
-                   formats: Mapping[str, str], target_bytes: int,
-                   rows: Optional[Tuple[int, int]] = None) -> List[DatasetSlice]:
-    """The attachment's observations cut into slices of about ``target_bytes`` of observation
-    stream, at the observation boundary nearest the end of a message (records may straddle
-    messages), so that no slice is smaller than a message. Decodes no observation. ``rows``:
-    the [first, last) observations of ``stream`` to cut (a trusted run of a damaged attachment,
-    whose stream offsets place row r at r * obs_length); all of them by default.
+def whole_run(capture: "Capture", att: Attachment) -> Recovery:
+    """A complete, undamaged dataset attachment as one trusted run (raises on a bad layout)."""
+    return whole(att, *capture.layout_and_observations(att))
+
+
+def dataset_slices(capture: "Capture", att: Attachment, readable: Recovery, target_bytes: int) -> List[DatasetSlice]:
+    """The slices of the trusted runs of a dataset attachment (every row, for ``whole_run``)."""
+    return [part for run in readable.runs
+            for part in cut_slices(att, readable.layout, run.stream, capture.charsets, capture.formats,
+                                   _target(capture, readable.layout, run.stream, target_bytes),
+                                   (run.first_row, run.last_row))]
+
+
+def _target(capture: "Capture", layout: DatasetLayout, stream: RecordStream, target_bytes: int) -> int:
+    whole = capture.read_whole
+    if whole and any(span[0] in whole for m in stream.messages for span in m.spans):
+        # Each partition would decompress (or reassemble) the file from its start: one reads it, once.
+        return max(target_bytes, layout.observation_bytes, stream.length)
+    return target_bytes
+
+
+def cut_slices(att: Attachment, layout: DatasetLayout, stream: RecordStream, charsets: CharsetPolicy,
+               formats: Mapping[str, str], target_bytes: int, rows: Tuple[int, int]) -> List[DatasetSlice]:
+    """The observations [first, last) of ``stream`` (``rows``; the stream's offsets place row r
+    at r * obs_length) cut into slices of about ``target_bytes`` of observation stream, at the
+    observation boundary nearest the end of a message (records may straddle messages), so that
+    no slice is smaller than a message. Decodes no observation.
 
     Sizes count the decoded observation bytes, not the capture file's: a hex dump holds more
     than twice as many bytes as the binary capture of the same rows, and the work and memory
     of a partition follow the rows it produces."""
     obslen = layout.definition.obs_length
-    first_row, nobs = rows if rows is not None else (0, layout.observations)
+    first_row, nobs = rows
     sequence_numbers = {(m.source, m.index): k for k, m in att.sequenced.items()}
 
     def make(first: int, last: int) -> DatasetSlice:
-        if stream is None or first >= last:
-            return DatasetSlice(att.key_hex, att.entry.name, layout, charsets, (), 0, first, last, {})
         lo, hi = observation_messages(stream, obslen, first, last)
         chosen = stream.messages[lo:hi]
         return DatasetSlice(att.key_hex, att.entry.name, layout, charsets,
-                            tuple(m.spans for m in chosen), stream.starts[lo] if lo < hi else 0, first, last,
-                            _formats_of(formats, chosen), tuple(m.content_key for m in chosen),
-                            tuple(m.header_length for m in chosen), _hints_of(chosen),
-                            tuple(sequence_numbers.get((m.source, m.index), 0) for m in chosen))
+                            planned_messages(chosen, [sequence_numbers.get((m.source, m.index), 0) for m in chosen]),
+                            stream.starts[lo] if lo < hi else 0, first, last, _formats_of(formats, chosen))
 
-    if stream is None or not obslen or nobs <= first_row:
-        return [make(0, 0)]
+    if nobs <= first_row:
+        return []
     cuts, held = [first_row], 0
     for m, start in zip(stream.messages, stream.starts):
         held += m.length - stream.skip
@@ -154,10 +189,18 @@ SLICE_OPEN_COST_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
-class SlicePack:
+class SlicePack(Part):
     """Several slices (small attachments) read one after another by one partition, in order."""
 
     slices: Tuple[DatasetSlice, ...]
+
+    @property
+    def rows(self) -> int:  # type: ignore[override]
+        return sum(part.rows for part in self.slices)
+
+    @property
+    def attachments(self) -> Tuple[str, ...]:  # type: ignore[override]
+        return tuple(dict.fromkeys(part.key_hex for part in self.slices))
 
 
 def slice_bytes(part: DatasetSlice) -> int:

@@ -13,7 +13,7 @@ option cacheDir chooses.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Optional, Tuple
 
 import pyarrow as pa
 
@@ -21,68 +21,84 @@ from .. import cache
 from ..errors import CmiError
 from .capture import held_open
 from .index import file_key
+from .load import Load
 from .memo import KeptInMemory
-from .options import ReadOptions
 from .paths import resolve_paths
+from .plan import NoRows, Part
 from .views import view
 
-PLAN_FORMAT = 1  # bump when what is kept changes shape
+PLAN_FORMAT = 2  # bump when what is kept changes shape
 
 
 @dataclass(frozen=True)
-class Planned:
+class Plan:
+    """A load's schema and partitions, and what they hold."""
+
     schema: pa.Schema
-    parts: Optional[Tuple[Any, ...]]  # one picklable value per partition (views.py)
+    parts: Optional[Tuple[Part, ...]]  # None: planning them failed (raised where they are asked for)
+    attachments: Tuple[str, ...] = ()  # the attachments the view reads (the dataset view: those chosen)
+
+    @property
+    def rows(self) -> Optional[int]:
+        """The rows the parts hold (a dataset's observations, PERMISSIVE's reports not counted),
+        when planning knows them."""
+        counts = [part.rows for part in self.parts or ()]
+        return None if any(n is None for n in counts) else sum(counts)  # type: ignore[misc]
 
 
-_MEMORY: KeptInMemory[Planned] = KeptInMemory(8)
+_MEMORY: KeptInMemory[Plan] = KeptInMemory(8)
 
 
-def _key(o: ReadOptions) -> tuple:
+def _key(load: Load) -> tuple:
+    o = load.options
     return ("plan", PLAN_FORMAT, repr(o), tuple(file_key(f) for f in resolve_paths(o.paths)))
 
 
-def _kept(key: tuple) -> Optional[Planned]:
+def _kept(key: tuple) -> Optional[Plan]:
     found = _MEMORY.get(key)
     if found is None:
-        found = cache.load(key, Planned)
+        found = cache.load(key, Plan)
         if found is None:
             return None
         _MEMORY.put(key, found)
     return found
 
 
-def _keep(key: tuple, found: Planned) -> Planned:
+def _keep(key: tuple, found: Plan) -> Plan:
     cache.store(key, found)
     return _MEMORY.put(key, found)
 
 
-def schema(o: ReadOptions) -> pa.Schema:
+def schema(load: Load) -> pa.Schema:
     """The load's Arrow schema; its partitions are planned and kept too, unless planning them
-    fails: that error is then raised where Spark asks for the partitions, as without a cache."""
-    return _planned(o, plan_errors_later=True).schema
+    fails: that error is then raised where the partitions are asked for, as without a cache."""
+    return planned(load, plan_errors_later=True).schema
 
 
-def partitions(o: ReadOptions) -> Tuple[Any, ...]:
-    """The load's partitions (views.py), planned with its schema."""
-    return _planned(o, plan_errors_later=False).parts
-
-
-def _planned(o: ReadOptions, plan_errors_later: bool) -> Planned:
+def planned(load: Load, plan_errors_later: bool = False) -> Plan:
     """The kept plan of the load, or a new one (kept); with ``plan_errors_later``, a plan that
-    fails gives the schema alone (parts None), kept nowhere."""
-    with cache.chosen(o.cache_dir):
-        key = _key(o)
+    fails gives the schema alone (parts None), kept nowhere. A load of a capture given in memory
+    is planned afresh."""
+    if load.given is not None:
+        return _plan(load, plan_errors_later)
+    with cache.chosen(load.options.cache_dir):
+        key = _key(load)
         found = _kept(key)
         if found is not None:
             return found
-        chosen = view(o.view)
         with held_open():
-            arrow = chosen.schema(o)
-            try:
-                parts = tuple(chosen.plan(o))
-            except CmiError:
-                if plan_errors_later:
-                    return Planned(arrow, None)
-                raise
-        return _keep(key, Planned(arrow, parts))
+            made = _plan(load, plan_errors_later)
+        return made if made.parts is None else _keep(key, made)
+
+
+def _plan(load: Load, plan_errors_later: bool) -> Plan:
+    chosen = view(load.options.view)
+    arrow = chosen.schema(load)
+    try:
+        parts = tuple(chosen.plan(load)) or (NoRows(),)
+        attachments = chosen.attachments(load, parts)
+    except CmiError:
+        if plan_errors_later:
+            return Plan(arrow, None)
+        raise
+    return Plan(arrow, parts, attachments)

@@ -1,9 +1,9 @@
-"""The views' schemas and their tables, built from a capture (``Capture.<view>_table()``) or,
-for external files, from plans; ``views.py`` puts them in partitions."""
+"""The listing views' schemas and tables (attachments, variables, files, messages), built from
+a capture or, for external files, from plans; ``views.py`` puts them in partitions."""
 from __future__ import annotations
 
 from itertools import groupby
-from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -13,13 +13,11 @@ from ..cmi.header import ATTACHMENT_DATASET
 from ..errors import CmiFormatError, message_number
 from ..messages import PhysicalMessage
 from ..payload.external_file import read_external_file
-from ..payload.sas_dataset import arrow_schema, record_type_of
+from ..payload.sas_dataset import record_type_of
 from ..transports import capture_format, transports
-from .decode import reread_logical, slice_batches
+from .capture import Capture
 from .plan import AttachmentPlan
-
-if TYPE_CHECKING:
-    from .capture import Capture
+from .reread import reread
 
 ATTACHMENTS_SCHEMA = pa.schema([
     ("attachment", pa.string()), ("kind", pa.string()), ("name", pa.string()),
@@ -73,19 +71,7 @@ def _hex(raw: Optional[bytes]) -> Optional[str]:
     return raw.hex().upper() if raw is not None else None
 
 
-def dataset_table(capture: "Capture", dataset: Optional[str] = None, attachment: Optional[str] = None,
-                  temporal: bool = True) -> pa.Table:
-    chosen = capture.select_datasets(dataset, attachment)
-    schema = arrow_schema(capture.layout(chosen[0]), temporal)
-    batches = []
-    for att in chosen:
-        [whole] = capture.dataset_slices(att, target_bytes=1 << 62)
-        held = capture.held_whole(capture.layout_and_observations(att)[1].messages) if whole.refs else []
-        batches.extend(slice_batches(whole, temporal=temporal, messages=held))
-    return pa.Table.from_batches(batches, schema=schema)
-
-
-def attachments_table(capture: "Capture") -> pa.Table:
+def attachments_table(capture: Capture) -> pa.Table:
     rows = []
     for a in capture.attachments:
         observations = variables = label = None
@@ -115,12 +101,12 @@ def attachments_table(capture: "Capture") -> pa.Table:
     return pa.Table.from_pylist(rows, schema=ATTACHMENTS_SCHEMA)
 
 
-def _message_values(capture: "Capture", message: Optional[PhysicalMessage]) -> Optional[List[str]]:
+def _message_values(capture: Capture, message: Optional[PhysicalMessage]) -> Optional[List[str]]:
     transport = capture.transport_of(message) if message is not None else None
     return transport.message_values(message) if transport is not None else None
 
 
-def variables_table(capture: "Capture") -> pa.Table:
+def variables_table(capture: Capture) -> pa.Table:
     rows = []
     for a in capture.attachments:
         if a.entry.attachment_type != ATTACHMENT_DATASET or not a.complete:
@@ -139,8 +125,7 @@ def files_table(plans: Sequence[AttachmentPlan],
     rows = []
     for i, plan in enumerate(plans):
         held = None if messages is None else messages[i]
-        sequenced = (list(reread_logical(plan.refs, plan.formats, plan.checks or None, plan.hints))
-                     if held is None else list(held))
+        sequenced = list(reread(plan.messages, plan.formats)) if held is None else list(held)
         f = read_external_file(sequenced, plan.wire, plan.kind == "text")
         codepage = message_code_page(sequenced[0], plan.charsets)
         rows.append({"attachment": plan.key_hex, "name": plan.name, "kind": plan.kind, "lrecl": f.lrecl,
@@ -149,17 +134,10 @@ def files_table(plans: Sequence[AttachmentPlan],
     return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)
 
 
-def capture_files_table(capture: "Capture") -> pa.Table:
-    """The complete external files (incomplete ones are listed by attachments_table)."""
-    chosen = [a for a in capture.file_attachments() if a.complete]
-    return files_table([capture.plan(a) for a in chosen],
-                       [capture.held_whole(a.ordered_messages()) for a in chosen])
-
-
 MESSAGE_BATCH_BYTES = 64 << 20  # payload bytes one batch of the messages view holds at most
 
 
-def message_batches(capture: "Capture", source: Optional[str] = None, batch_rows: int = 65536
+def message_batches(capture: Capture, source: Optional[str] = None, batch_rows: int = 65536
                     ) -> Iterator[pa.RecordBatch]:
     """The messages view (of one file, or all) a batch at a time: one row per physical message
     with where it lies, the descriptor as captured, the transport's own columns, its CMI role,
@@ -181,11 +159,11 @@ def message_batches(capture: "Capture", source: Optional[str] = None, batch_rows
         start = stop
 
 
-def messages_table(capture: "Capture", source: Optional[str] = None) -> pa.Table:
+def messages_table(capture: Capture, source: Optional[str] = None) -> pa.Table:
     return pa.Table.from_batches(list(message_batches(capture, source)), schema=messages_schema())
 
 
-def _payloads(capture: "Capture", messages: Sequence[PhysicalMessage]) -> List[bytes]:
+def _payloads(capture: Capture, messages: Sequence[PhysicalMessage]) -> List[bytes]:
     """Each message's whole payload; the partial ones re-read in one pass per file."""
     partial = [m for m in messages if m.is_partial]
     again: Dict[Tuple[str, int], bytes] = {}
@@ -207,7 +185,7 @@ def _message_ref(source: str, index: int) -> Dict[str, object]:
     return {"source": source, "index": message_number(index)}
 
 
-def _message_row(capture: "Capture", m: PhysicalMessage, payload: bytes, dataset_keys) -> Dict[str, object]:
+def _message_row(capture: Capture, m: PhysicalMessage, payload: bytes, dataset_keys) -> Dict[str, object]:
     transport = capture.transport_of(m)
     role, key, sequence = capture.assembly.roles.get((m.source, m.index), (ROLE_OTHER, None, None))
     record_type = None

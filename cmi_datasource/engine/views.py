@@ -1,166 +1,156 @@
-"""The views a load offers, as one table: name -> schema, planning and reading.
-
-``option("view", name)`` picks an entry of ``VIEWS``. The Spark layer asks the entry for its
-schema, for its partitions (small picklable values) and, in each partition, for its Arrow
-batches; adding a view is adding one entry here (and its table to ``tables.py``).
+"""The views a load offers: ``option("view", name)`` picks one. A view gives its schema, plans
+its partitions (``plan.Part``s: small picklable values) and reads each partition's Arrow
+batches; damage goes through the load's read mode (``modes.py``). Adding a view is adding a
+``View`` subclass to ``VIEWS`` (and its table to ``tables.py``); a transport adds its own
+through the seam (``Transport.views``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
-import numpy as np
 import pyarrow as pa
 
 from .. import transports
 from ..arrow.batches import coalesced
 from ..cmi.assembly import Attachment
-from ..errors import CmiFormatError, CmiOptionError, KeptError, not_one_of
-from ..transports import FileView
+from ..errors import CmiFormatError, KeptError, not_one_of
 from ..payload.sas_dataset import arrow_schema
-from .capture import Capture, open_cached
+from ..transports import FileView
+from .capture import Capture
 from .decode import slice_batches
-from .options import DROPMALFORMED, FAILFAST, PERMISSIVE, ReadOptions
-from .recovery import LostRows
+from .load import Load
 from .paths import resolve_paths
-from .plan import SlicePack, pack_slices, partition_target
+from .plan import (AttachmentPlan, DatasetSlice, Part, SlicePack, attachment_plan, dataset_slices, pack_slices, partition_target,
+                   whole_run)
+from .recovery import Recovery
+from .selection import check_undamaged, check_unplaced_damage, select_datasets
 from .tables import (ATTACHMENTS_SCHEMA, FILES_SCHEMA, VARIABLES_SCHEMA, attachments_table, files_table,
                      message_batches, messages_schema, variables_table)
 
 
-@dataclass(frozen=True)
 class View:
     name: str
-    schema: Callable[[ReadOptions], pa.Schema]
-    plan: Callable[[ReadOptions], List[Any]]  # one picklable value per partition
-    read: Callable[[Any, ReadOptions], Iterator[pa.RecordBatch]]  # one partition's batches
+
+    def schema(self, load: Load) -> pa.Schema:
+        raise NotImplementedError
+
+    def plan(self, load: Load) -> List[Part]:
+        """One part per partition (none: the view is empty)."""
+        raise NotImplementedError
+
+    def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
+        """One partition's batches."""
+        raise NotImplementedError
+
+    def attachments(self, load: Load, parts: Sequence[Part]) -> Tuple[str, ...]:
+        """The keys of the attachments the view reads."""
+        return tuple(dict.fromkeys(key for part in parts for key in part.attachments))
 
 
-def _capture(o: ReadOptions) -> Capture:
-    return open_cached(o.paths, o.charsets, o.format, o.transport_options)
+def _batches(table: pa.Table, load: Load) -> Iterator[pa.RecordBatch]:
+    return iter(table.to_batches(max_chunksize=load.options.batch_rows))
 
 
-def _batches(table: pa.Table, o: ReadOptions) -> Iterator[pa.RecordBatch]:
-    return iter(table.to_batches(max_chunksize=o.batch_rows))
-
-
-def _whole_table(name: str, schema: pa.Schema, build: Callable[[Capture], pa.Table]) -> View:
-    """A view read as one table in one partition, built while planning (the planning worker has
-    the capture open; the reading one would open it again) and handed over in the partition."""
-    return View(name, lambda o: schema, lambda o: [build(_capture(o))], lambda table, o: _batches(table, o))
-
+# -- the dataset view ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class CorruptRows:
+class CorruptRows(Part):
     """A partition of PERMISSIVE's report: a row of nulls per damaged stretch, its
-    ``_corrupt_record`` saying what was lost and where."""
+    corrupt-record column saying what was lost and where."""
 
     texts: Tuple[str, ...]
 
-
-def _chosen(o: ReadOptions) -> Tuple[Capture, List[Attachment]]:
-    capture = _capture(o)
-    return capture, capture.select_datasets(o.dataset, o.attachment, tolerant=o.mode != FAILFAST)
+    rows = 0  # reports, not observations
 
 
-def _dataset_schema(o: ReadOptions) -> pa.Schema:
-    capture, chosen = _chosen(o)
-    if o.mode == FAILFAST:
-        return arrow_schema(capture.layout(chosen[0]), o.temporal)
-    recoveries = [capture.recovery(a) for a in chosen]
-    layouts = [r.layout for r in recoveries if r.layout is not None]
-    if not layouts and o.mode == DROPMALFORMED:
-        lost = recoveries[0].lost[0]
-        raise lost.error.kind(f"nothing can be trusted: {lost.text()}", lost.error.location,
-                              "option('mode', 'PERMISSIVE') returns a row saying what was lost and where; "
-                              "option('view', 'attachments') shows every attachment's problems")
-    schema = arrow_schema(layouts[0], o.temporal) if layouts else pa.schema([])
-    return _with_corrupt_column(schema, o) if o.mode == PERMISSIVE else schema
+class DatasetView(View):
+    name = "dataset"
 
+    def _readable(self, load: Load) -> List[Tuple[Attachment, Recovery]]:
+        """The chosen attachments and what can be read of each: everything (FAILFAST, which
+        raises on damage), or what the trust rule proves (recovery.py)."""
+        o, capture = load.options, load.capture()
+        chosen = select_datasets(capture, o.dataset, o.attachment, tolerant=not load.mode.raises)
+        if load.mode.raises:
+            return [(a, whole_run(capture, a)) for a in chosen]
+        return [(a, capture.recovery(a)) for a in chosen]
 
-def _dataset_plan(o: ReadOptions) -> List[Any]:
-    """Slices of the chosen attachments, small ones packed together (plan.pack_slices)."""
-    capture, chosen = _chosen(o)
-    if o.mode == FAILFAST:
-        total = sum(capture.layout(a).observation_bytes for a in chosen)
+    def schema(self, load: Load) -> pa.Schema:
+        readable = self._readable(load)
+        layouts = [r.layout for _, r in readable if r.layout is not None]
+        if not layouts:
+            load.mode.nothing_trusted(readable[0][1].lost[0])
+        return load.mode.schema(arrow_schema(layouts[0], load.options.temporal) if layouts else pa.schema([]),
+                                self.name)
+
+    def plan(self, load: Load) -> List[Part]:
+        """Slices of the chosen attachments, small ones packed together (plan.pack_slices), and
+        PERMISSIVE's report of what is lost."""
+        o, capture = load.options, load.capture()
+        readable = self._readable(load)
+        total = sum((run.last_row - run.first_row) * r.layout.definition.obs_length
+                    for _, r in readable if r.layout is not None for run in r.runs)
         target = partition_target(total, o.max_partition_bytes, o.min_partitions)
-        return pack_slices([part for a in chosen for part in capture.dataset_slices(a, target)], target,
-                           o.max_partition_bytes, o.min_partitions)
-    recoveries = [capture.recovery(a) for a in chosen]
-    total = sum(run.stream.length for r in recoveries for run in r.runs)
-    target = partition_target(total, o.max_partition_bytes, o.min_partitions)
-    parts: List[Any] = pack_slices([part for a, r in zip(chosen, recoveries) if r.layout is not None
-                                    for part in capture.run_slices(a, r, target)], target,
-                                   o.max_partition_bytes, o.min_partitions)
-    texts = tuple(lost.text() for r in recoveries for lost in r.lost)
-    if o.mode == PERMISSIVE and texts:
-        parts.append(CorruptRows(texts))
-    return parts or [CorruptRows(())]
+        parts: List[Part] = list(pack_slices([part for a, r in readable if r.layout is not None
+                                              for part in dataset_slices(capture, a, r, target)],
+                                             target, o.max_partition_bytes, o.min_partitions))
+        texts = tuple(lost.text() for _, r in readable for lost in r.lost)
+        if load.mode.reports and texts:
+            parts.append(CorruptRows(texts))
+        return parts
+
+    def attachments(self, load: Load, parts: Sequence[Part]) -> Tuple[str, ...]:
+        return tuple(a.key_hex for a, _ in self._readable(load))
+
+    def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
+        if isinstance(part, SlicePack):
+            return coalesced((batch for one in part.slices for batch in self._slice(one, load)),
+                             load.options.batch_rows)
+        if isinstance(part, CorruptRows):
+            return load.mode.report(self.schema(load), part.texts)
+        assert isinstance(part, DatasetSlice)
+        return self._slice(part, load)
+
+    def _slice(self, part: DatasetSlice, load: Load) -> Iterator[pa.RecordBatch]:
+        o, mode = load.options, load.mode
+        return slice_batches(part, o.batch_rows, o.temporal, load.held(part.messages),
+                             bad_rows=None if mode.raises else mode.lost_rows)
 
 
-def _dataset_read(part: Any, o: ReadOptions) -> Iterator[pa.RecordBatch]:
-    if isinstance(part, SlicePack):
-        return coalesced((batch for one in part.slices for batch in _slice_read(one, o)), o.batch_rows)
-    return _slice_read(part, o)
-
-
-def _slice_read(part: Any, o: ReadOptions) -> Iterator[pa.RecordBatch]:
-    if o.mode == FAILFAST:
-        return slice_batches(part, o.batch_rows, o.temporal)
-    if isinstance(part, CorruptRows):
-        return iter([_report(_dataset_schema(o), part.texts)] if part.texts else [])
-    schema = arrow_schema(part.layout, o.temporal)
-
-    def bad_rows(batch: pa.RecordBatch, lost: List[Tuple[int, LostRows]]) -> pa.RecordBatch:
-        if o.mode == DROPMALFORMED:
-            if not lost:
-                return batch
-            keep = np.ones(batch.num_rows, dtype=bool)
-            keep[[at for at, _ in lost]] = False
-            return batch.filter(pa.array(keep))
-        texts = [None] * batch.num_rows
-        for at, rows in lost:
-            texts[at] = rows.text()
-        return pa.RecordBatch.from_arrays(batch.columns + [pa.array(texts, pa.string())],
-                                          schema=schema.append(pa.field(o.corrupt_column, pa.string())))
-    return slice_batches(part, o.batch_rows, o.temporal, bad_rows=bad_rows)
-
-
-def _report(schema: pa.Schema, texts: Sequence[str]) -> pa.RecordBatch:
-    """Rows of nulls whose last column (the corrupt record's) holds ``texts``."""
-    columns = [pa.nulls(len(texts), f.type) for f in schema][:-1] + [pa.array(list(texts), pa.string())]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-
-def _files_schema(o: ReadOptions) -> pa.Schema:
-    return _with_corrupt_column(FILES_SCHEMA, o) if o.mode == PERMISSIVE else FILES_SCHEMA
-
-
-def _with_corrupt_column(schema: pa.Schema, o: ReadOptions) -> pa.Schema:
-    if o.corrupt_column in schema.names:
-        raise CmiOptionError(f"columnNameOfCorruptRecord {o.corrupt_column!r} is a column of view {o.view}; "
-                             f"name another column")
-    return schema.append(pa.field(o.corrupt_column, pa.string()))
-
-
-def _files_plan(o: ReadOptions) -> List[Any]:
-    """A plan per complete external file. FAILFAST: an incomplete or damaged one raises; the
-    other modes read the rest (PERMISSIVE reports each incomplete one in a row of its own)."""
-    capture = _capture(o)
-    chosen = capture.file_attachments()
-    if o.mode == FAILFAST:
-        capture.check_unplaced_damage()
-        capture.check_undamaged(chosen)
-        for a in chosen:
-            a.ordered_messages()  # IncompleteAttachmentError
-    parts: List[Any] = [capture.plan(a) if a.complete else _lost_file(a) for a in chosen]
-    if o.mode != PERMISSIVE:
-        parts = [p for p in parts if not isinstance(p, LostFile)]
-    return parts or [None]
-
+# -- listings built while planning ---------------------------------------------------------------
 
 @dataclass(frozen=True)
-class LostFile:
+class TablePart(Part):
+    """A whole table built while planning (the planning worker has the capture open; the
+    reading one would open it again), handed over in the partition."""
+
+    table: pa.Table
+
+    @property
+    def rows(self) -> int:  # type: ignore[override]
+        return self.table.num_rows
+
+
+class ListingView(View):
+    def __init__(self, name: str, schema: pa.Schema, build):
+        self.name, self._schema, self._build = name, schema, build
+
+    def schema(self, load: Load) -> pa.Schema:
+        return self._schema
+
+    def plan(self, load: Load) -> List[Part]:
+        return [TablePart(self._build(load.capture()))]
+
+    def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
+        assert isinstance(part, TablePart)
+        return _batches(part.table, load)
+
+
+# -- external files -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LostFile(Part):
     """An external file that cannot be read: PERMISSIVE's row for it."""
 
     key_hex: str
@@ -168,10 +158,17 @@ class LostFile:
     kind: str
     error: KeptError
 
-    def batch(self, o: ReadOptions) -> pa.RecordBatch:
+    rows = 0
+
+    @property
+    def attachments(self) -> Tuple[str, ...]:  # type: ignore[override]
+        return (self.key_hex,)
+
+    def batch(self, load: Load) -> pa.RecordBatch:
+        o = load.options
         row = {"attachment": self.key_hex, "name": self.name, "kind": self.kind,
                o.corrupt_column: f"{self.name}: {self.error.summary()}"}
-        return pa.RecordBatch.from_pylist([row], schema=_files_schema(o))
+        return pa.RecordBatch.from_pylist([row], schema=load.mode.schema(FILES_SCHEMA, "files"))
 
 
 def _lost_file(att: Attachment) -> LostFile:
@@ -182,41 +179,87 @@ def _lost_file(att: Attachment) -> LostFile:
     raise AssertionError("a complete attachment")
 
 
-def _files_read(plan: Any, o: ReadOptions) -> Iterator[pa.RecordBatch]:
-    if plan is None:
-        return iter(())
-    if isinstance(plan, LostFile):
-        return iter([plan.batch(o)])
-    try:
-        table = files_table([plan])
-    except CmiFormatError as e:
-        error = e.within(plan.key_hex, plan.sequence_of(e.location))
-        if o.mode == FAILFAST:
-            raise error from None
-        if o.mode == DROPMALFORMED:
-            return iter(())
-        return iter([LostFile(plan.key_hex, plan.name, plan.kind, KeptError.of(error)).batch(o)])
-    if o.mode == PERMISSIVE:
-        table = table.append_column(pa.field(o.corrupt_column, pa.string()), pa.nulls(table.num_rows, pa.string()))
-    return _batches(table, o)
+class FilesView(View):
+    name = "files"
+
+    def schema(self, load: Load) -> pa.Schema:
+        return load.mode.schema(FILES_SCHEMA, self.name)
+
+    def plan(self, load: Load) -> List[Part]:
+        """A plan per complete external file. FAILFAST: an incomplete or damaged one raises; the
+        other modes read the rest (PERMISSIVE reports each incomplete one in a row of its own)."""
+        capture: Capture = load.capture()
+        chosen = capture.file_attachments()
+        if load.mode.raises:
+            check_unplaced_damage(capture)
+            check_undamaged(chosen)
+            for a in chosen:
+                a.ordered_messages()  # IncompleteAttachmentError
+        parts: List[Part] = [attachment_plan(capture, a) if a.complete else _lost_file(a) for a in chosen]
+        return [p for p in parts if load.mode.reports or not isinstance(p, LostFile)]
+
+    def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
+        if isinstance(part, LostFile):
+            return iter([part.batch(load)])
+        assert isinstance(part, AttachmentPlan)
+        try:
+            table = files_table([part], [load.held(part.messages)])
+        except CmiFormatError as e:
+            error = e.within(part.key_hex, part.sequence_of(e.location))
+            lost = LostFile(part.key_hex, part.name, part.kind, KeptError.of(error))
+            return load.mode.failed(error, lambda: lost.batch(load))
+        return (load.mode.good(batch) for batch in _batches(table, load))
 
 
-VIEWS: Dict[str, View] = {view.name: view for view in (
-    View("dataset", _dataset_schema, _dataset_plan, _dataset_read),
-    _whole_table("attachments", ATTACHMENTS_SCHEMA, attachments_table),
-    _whole_table("variables", VARIABLES_SCHEMA, variables_table),
-    View("files", _files_schema, _files_plan, _files_read),
-    View("messages", lambda o: messages_schema(), lambda o: list(_capture(o).paths),
-         lambda path, o: message_batches(_capture(o), path, o.batch_rows)),
-)}
+# -- one partition per capture file ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FilePart(Part):
+    """One capture file of the load, read on its own."""
+
+    path: str
 
 
-def _file_view(found: FileView) -> View:
+class MessagesView(View):
+    name = "messages"
+
+    def schema(self, load: Load) -> pa.Schema:
+        return messages_schema()
+
+    def plan(self, load: Load) -> List[Part]:
+        return [FilePart(path) for path in load.capture().paths]
+
+    def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
+        assert isinstance(part, FilePart)
+        return message_batches(load.capture(), part.path, load.options.batch_rows)
+
+
+class TransportFileView(View):
     """A transport's view: one partition per file of the load, each file decoded on its own."""
-    def read(path: str, o: ReadOptions) -> Iterator[pa.RecordBatch]:
+
+    def __init__(self, found: FileView):
+        self.name, self.found = found.name, found
+
+    def schema(self, load: Load) -> pa.Schema:
+        return self.found.schema
+
+    def plan(self, load: Load) -> List[Part]:
+        return [FilePart(path) for path in resolve_paths(load.options.paths)]
+
+    def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
+        assert isinstance(part, FilePart)
+        o = load.options
         options = dict(o.transport_options, **({"format": o.format} if o.format else {}))
-        return _batches(found.read(path, options), o)
-    return View(found.name, lambda o: found.schema, lambda o: resolve_paths(o.paths), read)
+        return _batches(self.found.read(part.path, options), load)
+
+
+VIEWS: Dict[str, View] = {v.name: v for v in (
+    DatasetView(),
+    ListingView("attachments", ATTACHMENTS_SCHEMA, attachments_table),
+    ListingView("variables", VARIABLES_SCHEMA, variables_table),
+    FilesView(),
+    MessagesView(),
+)}
 
 
 def view(name: str) -> View:
@@ -227,4 +270,4 @@ def view(name: str) -> View:
     if added is None:
         names = list(VIEWS) + [v.name for t in transports.transports() for v in t.views]
         raise not_one_of("view", name, names)
-    return _file_view(added)
+    return TransportFileView(added)

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from ..cmi.assembly import ROLE_OTHER
 from ..engine.capture import Capture
+from ..engine.reading import read
 from ..errors import CmiFormatError, message_number
 from .render import as_text, html_table, rich_table
 
@@ -193,7 +194,7 @@ def summarize(capture_or_paths: Union[Capture, str, Iterable[str]]) -> CaptureSu
     """The summary of a capture: a ``Capture``, or the paths ``Capture.open`` takes (a file, a
     directory, a glob, or a list of those)."""
     capture = capture_or_paths if isinstance(capture_or_paths, Capture) else Capture.open(capture_or_paths)
-    attachments = capture.attachments_table().drop_columns(["message", "message_values"])
+    attachments = read(capture, view="attachments").drop_columns(["message", "message_values"])
     unclaimed = sum(1 for m in capture.messages if capture.assembly.role_of(m)[0] == ROLE_OTHER)
     return CaptureSummary(files=list(capture.paths), formats=[capture.formats[f] for f in capture.paths],
                           messages=len(capture.messages), unclaimed_messages=unclaimed,

@@ -71,10 +71,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from .. import cache
-from ..engine import planned
+from ..engine import planned, reading
+from ..engine.load import Load
 from ..engine.options import ReadOptions, SaveOptions
-from ..engine.views import view
 from ..errors import CmiOptionError
 from .reporting import reported
 from .writer import CmiWriter
@@ -120,12 +119,12 @@ class CmiDataSource(DataSource):
 
     @reported
     def schema(self) -> StructType:
-        return spark_schema(planned.schema(self.read_options))
+        return spark_schema(planned.schema(Load(self.read_options)))
 
     @reported
     def reader(self, schema: StructType) -> "CmiReader":
         options = self.read_options
-        own = spark_schema(planned.schema(options))
+        own = spark_schema(planned.schema(Load(options)))
         if [(f.name, f.dataType) for f in schema.fields] != [(f.name, f.dataType) for f in own.fields]:
             # Batches are built by the capture's layout; another schema cannot be honoured.
             raise CmiOptionError(f"the schema comes from the capture; drop .schema(...) (the capture's is "
@@ -138,11 +137,7 @@ class CmiDataSource(DataSource):
 
 
 class CmiPartition(InputPartition):
-    """One partition of a view: ``value`` is what the view planned for it (views.py)."""
-
-    def __init__(self, view_name: str, value):
-        super().__init__(value)
-        self.view_name = view_name
+    """One partition of a view: ``value`` is the part the view planned for it (engine/plan.Part)."""
 
 
 class CmiReader(DataSourceReader):
@@ -152,16 +147,13 @@ class CmiReader(DataSourceReader):
 
     @reported
     def partitions(self) -> List[CmiPartition]:
-        o = self.options
-        parts = [CmiPartition(o.view, value) for value in planned.partitions(o)]
+        parts = [CmiPartition(part) for part in reading.plan(Load(self.options)).parts or ()]
         _settle_worker()  # a planning worker keeps the capture: 100,000 more objects
         return parts
 
     @reported
     def read(self, partition: CmiPartition) -> Iterator[pa.RecordBatch]:
-        # A view that opens its capture here (messages, say) uses the disk cache the read chose.
-        for batch in cache.within(self.options.cache_dir,
-                                  lambda: view(partition.view_name).read(partition.value, self.options)):
+        for batch in reading.read_part(Load(self.options), partition.value):
             # Spark compares the batch schema with its own exactly (types, order, nullability).
             yield pa.RecordBatch.from_arrays(batch.columns, schema=self.arrow_schema)
         _settle_worker()
