@@ -587,8 +587,8 @@ def whole_read(path: str, view_name: str, mode: str, attachment: Optional[str] =
                variant: int = 0) -> Read:
     """A view read as ``cmi`` (and Spark) read it: schema, plan, every partition's batches, each
     partition pickled and unpickled on its way as Spark ships it to an executor."""
-    from cmi_datasource.cli.reading import read_options
-    from cmi_datasource.engine import views
+    from cmi_datasource.cli.reading import load_of
+    from cmi_datasource.engine import reading
     from cmi_datasource.engine.plan import DatasetSlice, SlicePack
     from cmi_datasource.errors import CmiError
     result = Read(view_name, mode, attachment)
@@ -597,17 +597,17 @@ def whole_read(path: str, view_name: str, mode: str, attachment: Optional[str] =
     if variant & 1:
         options.update(minPartitions="3", batchRows="4")
     try:
-        o = read_options([path], {}, **options)
-        chosen = views.view(o.view)
-        schema = chosen.schema(o)
-        corrupt_column = o.corrupt_column if o.corrupt_column in schema.names else None
-        for part in chosen.plan(o):
+        load = load_of([path], {}, **options)
+        plan = reading.plan(load)
+        schema = plan.schema
+        corrupt_column = load.options.corrupt_column if load.options.corrupt_column in schema.names else None
+        for part in plan.parts:
             part = pickle.loads(pickle.dumps(part))
             slices = part.slices if isinstance(part, SlicePack) else (part,) if isinstance(part, DatasetSlice) else ()
             planned = [(s.key_hex, r) for s in slices for r in range(s.first_row, s.last_row)]
             result.names.update((s.key_hex, s.name) for s in slices)
             got = 0
-            for batch in chosen.read(part, o):
+            for batch in reading.read_part(load, part):
                 if not batch.schema.equals(schema):
                     result.problems.append(("batch schema differs from the view's",
                                             f"{result.name()}: {batch.schema} against {schema}"))
@@ -638,10 +638,11 @@ def whole_read(path: str, view_name: str, mode: str, attachment: Optional[str] =
 def _datasets(path: str) -> Dict[str, Optional[int]]:
     """Each dataset attachment and its declared observations (None: unknown), as the
     attachments view lists them."""
-    from cmi_datasource.cli.reading import read_options, view_table
+    from cmi_datasource.cli.reading import load_of
+    from cmi_datasource.engine import reading
     from cmi_datasource.errors import CmiError
     try:
-        rows = view_table(read_options([path], {}, view="attachments")).to_pylist()
+        rows = reading.table(load_of([path], {}, view="attachments")).to_pylist()
     except CmiError:
         return {}
     found: Dict[str, Optional[int]] = {}

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from cmi_datasource import cache
 from cmi_datasource.cli import cli
 from cmi_datasource.engine import capture, index, planned
+from cmi_datasource.engine.load import Load
 from cmi_datasource.engine.options import ReadOptions, SaveOptions
 from cmi_datasource.errors import CmiOptionError
 from cmi_datasource.transports import capture_format
@@ -49,9 +50,9 @@ def forget() -> None:
 
 def read(samples_dir, **options) -> list:
     """Plan a read of the sample as a Spark planning worker does: its schema and partitions."""
-    o = ReadOptions.parse({"path": os.path.join(samples_dir, SAMPLE), "dataset": DATASET, **options})
+    o = Load(ReadOptions.parse({"path": os.path.join(samples_dir, SAMPLE), "dataset": DATASET, **options}))
     names = planned.schema(o).names
-    assert planned.partitions(o)
+    assert planned.planned(o).parts
     return names
 
 
@@ -252,7 +253,7 @@ def test_the_cli_reads_with_the_cache_its_option_chooses(fresh, samples_dir):
     result = CliRunner().invoke(cli, ["head", os.path.join(samples_dir, SAMPLE), DATASET, "-n", "2",
                                       "-o", f"cacheDir={chosen}"])
     assert result.exit_code == 0, result.output
-    assert len(entries(chosen)) == 1  # the sample's index (the CLI keeps no plans)
+    assert len(entries(chosen)) == 2  # the sample's index and the read's plan, as Spark keeps them
     assert not (fresh / "home" / ".cache").exists()
 
 

@@ -13,10 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from cmi_datasource import Capture
+import cmi_datasource as cmi
 from cmi_datasource.cli import cli
-from cmi_datasource.cli import reading
-from cmi_datasource.engine import views
+from cmi_datasource.engine import reading, views
 from conftest import ROOT, SAMPLES
 
 NIGHTLY = os.path.join(SAMPLES, "nightly_batch.dmp")
@@ -35,9 +34,24 @@ def run_json(*args: str):
     return json.loads(run(*args, "--json").stdout)
 
 
+class Tables:
+    """The views of one capture as ``cmi.read`` gives them (the read path Spark uses)."""
+
+    def __init__(self, *paths: str):
+        self.paths = list(paths)
+
+    def dataset_table(self, name: str, **options) -> pa.Table:
+        return cmi.read(self.paths, dataset=name, **options)
+
+    def __getattr__(self, view: str):
+        if not view.endswith("_table"):
+            raise AttributeError(view)
+        return lambda: cmi.read(self.paths, view=view[:-len("_table")])
+
+
 @pytest.fixture(scope="module")
-def nightly() -> Capture:
-    return Capture.open([NIGHTLY])
+def nightly() -> Tables:
+    return Tables(NIGHTLY)
 
 
 def damaged_copy(tmp_path) -> str:
@@ -150,13 +164,13 @@ def test_head_names_flag_shows_variable_names():
 
 def test_head_decodes_only_the_batches_it_shows(monkeypatch):
     read_batches = []
-    real = views.view("dataset")
 
-    def counting(part, o):
-        for batch in real.read(part, o):
-            read_batches.append(batch.num_rows)
-            yield batch
-    monkeypatch.setitem(views.VIEWS, "dataset", views.View("dataset", real.schema, real.plan, counting))
+    class Counting(views.DatasetView):
+        def read(self, part, load):
+            for batch in super().read(part, load):
+                read_batches.append(batch.num_rows)
+                yield batch
+    monkeypatch.setitem(views.VIEWS, "dataset", Counting())
     run("head", NIGHTLY, "FIN.DAILY_SALES", "-n", "3")
     assert read_batches == [3]
 
@@ -195,7 +209,7 @@ def test_head_and_extract_never_return_made_up_rows(tmp_path, mode):
     document = run_json("extract", path, str(tmp_path / "out"), "--mode", mode)
     written = pq.read_table(tmp_path / "out" / "WORK.CUSTOMERS.parquet").to_pylist()
     assert [r for r in written if not r.get("_corrupt_record")] == [
-        r for r in reading.view_table(reading.read_options([path], {}, view="dataset", mode=mode)).to_pylist()
+        r for r in cmi.read(path, mode=mode).to_pylist()
         if not r.get("_corrupt_record")]
     assert len([r for r in written if not r.get("_corrupt_record")]) == len(good) and document["skipped"] == []
 
@@ -255,14 +269,12 @@ def test_extract_permissive_writes_the_trusted_rows_and_the_report(tmp_path):
     assert sum(c is not None for c in corrupt) == 1 and corrupt[-1].startswith("FIN.RETURNS: sequenced message 4")
     [entry] = [w for w in document["written"] if w["name"] == "FIN.RETURNS"]
     assert entry["rows"] == returns.num_rows - 1 and entry["corrupt_rows"] == 1
-    o = reading.read_options([NIGHTLY], {}, view="dataset", dataset="FIN.RETURNS", mode="PERMISSIVE")
-    assert returns.equals(reading.view_table(o))
+    assert returns.equals(cmi.read(NIGHTLY, dataset="FIN.RETURNS", mode="PERMISSIVE"))
 
 
 def test_extract_files_byte_exact_under_safe_names(tmp_path):
     document = run_json("extract", FILES, EXTERNAL, str(tmp_path))
-    capture = Capture.open([FILES, EXTERNAL])
-    contents = {r["name"]: r["content"] for r in capture.files_table().to_pylist()}
+    contents = {r["name"]: r["content"] for r in cmi.read([FILES, EXTERNAL], view="files").to_pylist()}
     by_name = {w["name"]: w["file"] for w in document["written"]}
     assert by_name["d:\\mytext.txt"] == "mytext.txt"
     for name, file in by_name.items():
@@ -364,3 +376,34 @@ def test_the_installed_console_command_runs():
                           env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["summary"] == {"attachments": 4, "complete": 3, "with_problems": 1}
+
+
+# -- packed reads (issue 27) ---------------------------------------------------------------------
+
+def appended_three_times(directory) -> str:
+    """One data set written three times into a folder, as three appends of our writer leave it:
+    three dumps, three attachments of the same variables, which a read unions."""
+    from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
+    table = pa.table({"ID": [float(i) for i in range(6)], "NAME": [f"n{i}" for i in range(6)]})
+    directory.mkdir()
+    for n in range(3):
+        with open(directory / f"part-{n}.dmp", "wb") as out:
+            write_attachments_dump(out, [DatasetToWrite(table, "WORK", "DATA")],
+                                   options=WriteOptions(deterministic_seed=f"append-{n}"))
+    return str(directory)
+
+
+@pytest.mark.parametrize("options", [[], ["-o", "minPartitions=1"]])
+def test_head_and_contents_count_every_attachment_of_a_packed_read(tmp_path, options):
+    """Issue 27's reproducer: Spark read 18 rows; head said 6 observations (0 with
+    minPartitions=1) and contents described one attachment, from plan internals a packed
+    partition does not have."""
+    folder = appended_three_times(tmp_path / "appended")
+    given = dict(option.split("=", 1) for option in options[1::2])
+    plan = reading.plan(reading.load_of(folder, options=given))
+    assert any(len(part.attachments) > 1 for part in plan.parts)  # small slices packed together
+    assert cmi.read(folder, **given).num_rows == 18
+    head = run_json("head", folder, "WORK.DATA", "-n", "100", *options)
+    assert head["observations"] == 18 and len(head["rows"]) == 18
+    described = run_json("contents", folder, "WORK.DATA", *options)["datasets"]
+    assert len(described) == 3 and [d["observations"] for d in described] == [6, 6, 6]

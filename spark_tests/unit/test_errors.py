@@ -8,6 +8,8 @@ import traceback
 import pyarrow as pa
 import pytest
 
+import cmi_datasource
+
 from cmi_datasource import errors
 from cmi_datasource.engine.capture import Capture
 from cmi_datasource.engine.options import READ_OPTIONS, WRITE_OPTIONS, ReadOptions, SaveOptions
@@ -121,7 +123,7 @@ def test_a_bad_value_names_its_attachment_and_the_message_sequence_number(tmp_pa
     path = _latin1_dump(tmp_path)
     capture = Capture.open([path], CharsetPolicy(override=1208))  # read as UTF-8: é is no UTF-8
     with pytest.raises(ValueConversionError) as raised:
-        capture.dataset_table()
+        cmi_datasource.read(path, ccsid=1208)
     e = raised.value
     [att] = capture.attachments
     assert e.attachment == att.key_hex
@@ -232,15 +234,13 @@ def test_a_format_named_by_option_that_does_not_fit_says_it_may_be_the_wrong_one
 def test_traffic_without_cmi_points_to_its_transports_view(samples_dir):
     import os
     from cmi_datasource.errors import AttachmentError
-    capture = Capture.open([os.path.join(samples_dir, "sapdb_session.rte")])
     with pytest.raises(AttachmentError) as raised:
-        capture.dataset_table()
+        cmi_datasource.read(os.path.join(samples_dir, "sapdb_session.rte"))
     assert raised.value.hint == "read the traffic with option('view', 'sapdb')"
 
 
 def test_a_capture_of_files_only_points_to_the_files_view(samples_dir):
     import os
-    capture = Capture.open([os.path.join(samples_dir, "files.dmp")])
     with pytest.raises(CmiOptionError, match="its attachments are external files: read them with "
                                              "option\\('view', 'files'\\)"):
-        capture.dataset_table()
+        cmi_datasource.read(os.path.join(samples_dir, "files.dmp"))

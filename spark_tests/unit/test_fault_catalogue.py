@@ -17,8 +17,7 @@ from typing import List, Optional
 import pyarrow as pa
 import pytest
 
-from cmi_datasource.engine.options import ReadOptions
-from cmi_datasource.engine.views import view
+import cmi_datasource
 from cmi_datasource.errors import (AttachmentError, CmiFormatError, CmiOptionError, DatasetLayoutError,
                                    DumpSyntaxError, IncompleteAttachmentError, TruncatedError,
                                    ValueConversionError)
@@ -68,10 +67,7 @@ def write(tmp_path, text: str, name: str = "capture.dmp") -> str:
 
 def read(path: str, mode: str, **options) -> pa.Table:
     """The dataset view as Spark reads it: schema, plan, each partition's batches."""
-    o = ReadOptions.parse({"path": path, "mode": mode, **options})
-    found = view("dataset")
-    schema = found.schema(o)
-    return pa.Table.from_batches([b for part in found.plan(o) for b in found.read(part, o)], schema=schema)
+    return cmi_datasource.read(path, mode=mode, **options)
 
 
 def data_rows(table: pa.Table):
@@ -348,10 +344,7 @@ FILE_KEY, BROKEN_KEY = b"\xf1" * 16, b"\xf2" * 16
 
 
 def read_view(path: str, view_name: str, mode: str) -> pa.Table:
-    o = ReadOptions.parse({"path": path, "mode": mode, "view": view_name})
-    found = view(view_name)
-    schema = found.schema(o)
-    return pa.Table.from_batches([b for part in found.plan(o) for b in found.read(part, o)], schema=schema)
+    return cmi_datasource.read(path, view=view_name, mode=mode)
 
 
 def files_capture(damage: str):

@@ -7,10 +7,10 @@ import pytest
 
 from cmi_datasource import cache
 from cmi_datasource.arrow.batches import coalesced
-from cmi_datasource.engine import planned, views
+from cmi_datasource.engine import planned, reading, views
+from cmi_datasource.engine.load import Load
 from cmi_datasource.engine.options import ReadOptions
 from cmi_datasource.engine.plan import SLICE_OPEN_COST_BYTES, SlicePack, pack_slices, slice_bytes
-from cmi_datasource.engine.views import view
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
 
 from support import STRADDLING_TABLE as TABLE
@@ -32,13 +32,21 @@ def queue_export(tmp_path):
     return str(directory)
 
 
-def read_all(o: ReadOptions, parts) -> list:
-    return [row for part in parts for batch in view(o.view).read(part, o) for row in batch.to_pylist()]
+def load(**options) -> Load:
+    return Load(ReadOptions.parse(options))
+
+
+def parts_of(load: Load) -> list:
+    return list(reading.plan(load).parts)
+
+
+def read_all(load: Load, parts) -> list:
+    return [row for part in parts for batch in reading.read_part(load, part) for row in batch.to_pylist()]
 
 
 def test_small_attachments_are_packed_and_read_in_order(queue_export):
-    o = ReadOptions.parse({"path": queue_export, "minpartitions": "2"})
-    parts = view("dataset").plan(o)
+    o = load(path=queue_export, minpartitions="2")
+    parts = parts_of(o)
     # 12 small files on 2 cores: 2 partitions, not 12 tasks of one file each.
     assert len(parts) == 2 and all(isinstance(p, SlicePack) for p in parts)
     assert sum(len(p.slices) for p in parts) == FILES
@@ -46,15 +54,14 @@ def test_small_attachments_are_packed_and_read_in_order(queue_export):
 
 
 def test_a_packed_partition_hands_spark_whole_batches(queue_export):
-    o = ReadOptions.parse({"path": queue_export, "minpartitions": "1", "batchrows": "20"})
-    [part] = view("dataset").plan(o)
-    sizes = [b.num_rows for b in view("dataset").read(part, o)]
+    o = load(path=queue_export, minpartitions="1", batchrows="20")
+    [part] = parts_of(o)
+    sizes = [b.num_rows for b in reading.read_part(o, part)]
     assert sizes == [21, 21, 21, 21]  # 3 attachments of 7 rows per batch, not 12 batches of 7
 
 
 def test_packing_keeps_large_slices_alone_and_the_order(queue_export):
-    o = ReadOptions.parse({"path": queue_export, "minpartitions": "1"})
-    [pack] = view("dataset").plan(o)
+    [pack] = parts_of(load(path=queue_export, minpartitions="1"))
     small = list(pack.slices)
     weight = slice_bytes(small[0]) + SLICE_OPEN_COST_BYTES
     # Room for three slices a partition: four packs of three, in the slices' order.
@@ -80,38 +87,38 @@ def test_coalesced_joins_small_batches_and_passes_large_ones():
 
 def test_the_next_planning_worker_gets_the_kept_plan(queue_export, tmp_path, monkeypatch):
     monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
-    o = ReadOptions.parse({"path": queue_export, "minpartitions": "2"})
+    o = load(path=queue_export, minpartitions="2")
     schema = planned.schema(o)
-    parts = planned.partitions(o)
+    parts = parts_of(o)
     planned._MEMORY.clear()  # a fresh Python worker: only the disk is left
 
     def no_planning(*_):
         raise AssertionError("the capture was planned again")
 
-    monkeypatch.setattr(views, "_capture", no_planning)
-    assert planned.schema(o).equals(schema) and planned.partitions(o) == parts
+    monkeypatch.setattr(Load, "capture", no_planning)
+    assert planned.schema(o).equals(schema) and parts_of(o) == parts
     # A file added to the directory is a new load: planned again.
     monkeypatch.undo()
     monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
     with open(f"{queue_export}/export-999.dmp", "wb") as out:
         write_attachments_dump(out, [DatasetToWrite(TABLE.slice(0, ROWS_PER_FILE), "QUEUE", "ORDERS")],
                                options=WriteOptions(deterministic_seed="late"))
-    assert sum(len(p.slices) for p in planned.partitions(o)) == FILES + 1
+    assert sum(len(p.slices) for p in parts_of(o)) == FILES + 1
 
 
 def test_a_plan_that_fails_is_not_kept_and_fails_where_spark_plans(queue_export, tmp_path, monkeypatch):
     from cmi_datasource.errors import CmiFormatError
     monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
-    o = ReadOptions.parse({"path": queue_export, "dataset": "QUEUE.ORDERS"})
+    o = load(path=queue_export, dataset="QUEUE.ORDERS")
 
-    def failing_plan(_):
-        raise CmiFormatError("cannot plan")
+    class FailingPlan(views.DatasetView):
+        def plan(self, load):
+            raise CmiFormatError("cannot plan")
 
-    monkeypatch.setitem(views.VIEWS, "dataset", views.View("dataset", views._dataset_schema, failing_plan,
-                                                           views._dataset_read))
+    monkeypatch.setitem(views.VIEWS, "dataset", FailingPlan())
     assert planned.schema(o).names == TABLE.schema.names
     with pytest.raises(CmiFormatError, match="cannot plan"):
-        planned.partitions(o)
+        reading.plan(o)
 
 
 def test_one_planning_step_opens_a_heavy_load_once(queue_export, tmp_path, monkeypatch):
@@ -124,6 +131,5 @@ def test_one_planning_step_opens_a_heavy_load_once(queue_export, tmp_path, monke
     opened = []
     real_open = capture.Capture.open
     monkeypatch.setattr(capture.Capture, "open", lambda *a, **k: opened.append(1) or real_open(*a, **k))
-    o = ReadOptions.parse({"path": queue_export})
-    planned.schema(o)
+    planned.schema(load(path=queue_export))
     assert len(opened) == 1 and len(capture._OPEN) == 0  # and not kept after
