@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import cmi_datasource as cmi
 from cmi_datasource.cli import cli
 from cmi_datasource.engine import reading, views
+from appended import appended_three_times
 from conftest import ROOT, SAMPLES
 
 NIGHTLY = os.path.join(SAMPLES, "nightly_batch.dmp")
@@ -379,19 +380,6 @@ def test_the_installed_console_command_runs():
 
 
 # -- packed reads (issue 27) ---------------------------------------------------------------------
-
-def appended_three_times(directory) -> str:
-    """One data set written three times into a folder, as three appends of our writer leave it:
-    three dumps, three attachments of the same variables, which a read unions."""
-    from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
-    table = pa.table({"ID": [float(i) for i in range(6)], "NAME": [f"n{i}" for i in range(6)]})
-    directory.mkdir()
-    for n in range(3):
-        with open(directory / f"part-{n}.dmp", "wb") as out:
-            write_attachments_dump(out, [DatasetToWrite(table, "WORK", "DATA")],
-                                   options=WriteOptions(deterministic_seed=f"append-{n}"))
-    return str(directory)
-
 
 @pytest.mark.parametrize("options", [[], ["-o", "minPartitions=1"]])
 def test_head_and_contents_count_every_attachment_of_a_packed_read(tmp_path, options):
