@@ -5,12 +5,29 @@ Layers, data flowing one way: ``transports`` (capture files -> physical messages
 -> ``payload`` (SAS dataset and external-file codecs) -> ``arrow`` (columns) -> ``engine``
 (captures, plans, views) -> ``spark`` (the thin DataSource classes). Nothing below ``spark``
 imports pyspark; nothing in ``cmi``, ``payload`` or ``arrow`` knows a transport.
+
+With Spark (the ``cmi`` format is found by Spark's data source discovery; ``register(spark)``
+adds it where discovery does not apply, e.g. Spark Connect)::
+
+    spark.read.format("cmi").load("sample_queues/nightly_batch.dmp").show()
+    spark.read.format("cmi").option("view", "attachments").load("sample_queues/").show()
+
+Without Spark, the same views by the same read path, as pyarrow tables::
+
+    import cmi_datasource as cmi
+    cmi.read("sample_queues/nightly_batch.dmp", dataset="FIN.DAILY_SALES")
+    cmi.read("sample_queues/nightly_batch.dmp", dataset="FIN.RETURNS", mode="PERMISSIVE")
+    cmi.read("sample_queues/", view="attachments")
+    cmi.read_batches("sample_queues/nightly_batch.dmp", dataset="FIN.DAILY_SALES")  # batch by batch
+
+The views: dataset (default), attachments, variables, files, messages, and each transport's own
+(sapdb). The options: docs/options.md. From a terminal: ``cmi --help``.
 """
 from .errors import (AttachmentError, CmiError, CmiFormatError, CmiOptionError, DatasetLayoutError,
                      DumpSyntaxError, IncompleteAttachmentError, TruncatedError, UnknownCaptureFormatError,
                      ValueConversionError)
 
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def __getattr__(name: str):

@@ -47,7 +47,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
-from . import __version__
+from .version import __version__
 
 ENVIRONMENT_VARIABLE = "CMI_DATASOURCE_CACHE"
 OPTION = "cacheDir"

@@ -56,10 +56,10 @@ def first_rows(load: Load, limit: int) -> Tuple[pa.Table, Plan]:
     chosen = plan(load)
     kept, held = [], 0
     for batch in batches(load, chosen):
-        if held >= limit:
-            break
         kept.append(batch)
         held += batch.num_rows
+        if held >= limit:
+            break  # nothing past the rows shown is decoded
     return pa.Table.from_batches(kept, schema=chosen.schema).slice(0, limit), chosen
 
 

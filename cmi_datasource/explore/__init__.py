@@ -1,6 +1,6 @@
 """Exploring a capture by eye: tables, summaries and plots for terminals and notebooks.
 
-Above ``engine`` like ``spark``: reads the views (``Capture`` tables, or the DataFrames of
+Above ``engine`` like ``spark``: reads the views (``cmi_datasource.read`` tables, or the DataFrames of
 ``spark.read.format("cmi").option("view", ...)``) and draws them; parses nothing itself.
 
 - ``summarize(paths_or_capture)``: what a capture holds and what went wrong (HTML in Jupyter,
