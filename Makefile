@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export PYTHONPATH := $(CURDIR)
 SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
 
-.PHONY: demo test samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
+.PHONY: demo test docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
 
 # A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
 # pyspark_* modules on sys.path, which an editable install's import hook would hide.
@@ -74,6 +74,11 @@ fuzz: $(STAMP)
 	$(PY) -c "import atheris" 2>/dev/null || $(PY) -m pip install --quiet atheris
 	$(PY) fuzz/run.py --seconds $(FUZZ_SECONDS) --targets "$(FUZZ_TARGETS)"
 
+# The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or anchor.
+docs: $(DEMO_STAMP)
+	$(PY) -c "import mkdocs" 2>/dev/null || $(PY) -m pip install --quiet ".[docs]"
+	$(PY) -m mkdocs build --strict
+
 samples: $(STAMP)
 	$(PY) scripts/make_samples.py
 
@@ -83,4 +88,4 @@ notebook: $(STAMP) check-java
 	$(PY) -m cmi_datasource.explore.run_notebook --write notebooks/explore.ipynb
 
 clean:
-	rm -rf $(VENV) .pytest_cache spark-warehouse
+	rm -rf $(VENV) .pytest_cache spark-warehouse site

@@ -26,7 +26,7 @@ from .storage import open_input
 
 # What one record of a capture (a text line or message, a frame, a packet, a TCP stream's unread
 # bytes) may take, decompressed: reading holds a few times this much at most, whatever the file
-# holds. 64 MiB is 2,000 times the largest CMI message (32 KiB, cmi-contract.md) and holds an MQ
+# holds. 64 MiB is 2,000 times the largest CMI message (32 KiB, docs/spec/cmi.md#assembly-rules) and holds an MQ
 # message of 30 MB as dmpmqmsg hex; MQ allows 100 MB, which read option maxRecordBytes can admit.
 DEFAULT_MAX_RECORD_BYTES = 64 << 20
 _limits = {"record": DEFAULT_MAX_RECORD_BYTES}

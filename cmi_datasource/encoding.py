@@ -1,6 +1,7 @@
 """Encoding numbers: which byte order a message's integers use and which float format its numbers use.
 
-The CMI contract (section 2) states both in IBM MQ's Encoding numbering, whatever transport carried
+CMI (docs/spec/cmi.md#primitive-types, docs/spec/mq.md#encoding) states both in IBM MQ's Encoding
+numbering, whatever transport carried
 the message: every transport gives its messages' ``Descriptor.encoding`` in these numbers (an MQ
 message has it in its MQMD; a TIB/RV or MQTT message gets it from the transport's own rules)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The physical message: what every transport turns its capture files into (contract section 1).
+"""The physical message: what every transport turns its capture files into (docs/spec/cmi.md#physical-messages).
 
 A transport (``transports/``) reads a capture file and yields ``PhysicalMessage`` objects: a
 ``Descriptor`` holding the few attributes CMI assembly needs, the payload bytes (the transport's
@@ -22,7 +22,7 @@ MessageSpan = Tuple[str, int, int, int]
 
 @dataclass(frozen=True)
 class Descriptor:
-    """What CMI groups and decodes a message by, named as in the MQMD (contract section 1)."""
+    """What CMI groups and decodes a message by, named as in the MQMD (docs/spec/cmi.md#physical-messages)."""
 
     msg_type: int  # 100000 attachment header, 100001 subordinate message (cmi/correl.py)
     correl_id: bytes  # 24 bytes

@@ -88,7 +88,8 @@ def zos_table() -> pa.Table:
 
 
 def seed000_external_file(path: str) -> None:
-    """Seed 000's example, byte for byte: correlids 1111.., 2222.., 3333.., a 3-message text file."""
+    """SAS's external-file example (docs/spec/cmi.md#an-example-on-a-queue), byte for byte: correlids
+    1111.., 2222.., 3333.., a 3-message text file."""
     codepage = code_page(819)
     wire = WireFormat(">", 4, True)
     key = bytes.fromhex("33" * 16)
@@ -202,7 +203,7 @@ def nightly_batch(path: str) -> None:
 
 
 def sapdb_session(path: str) -> None:
-    """A SAP DB / MaxDB session as RTE frames logged back to back (seed 004): connect, the seed's
+    """A SAP DB / MaxDB session as RTE frames logged back to back (docs/spec/sapdb.md): connect, the spec's
     two examples (a dbs command with a typing error; a parse and execute of SELECT ... INTO),
     a mass insert of three rows, commit and release."""
     from cmi_datasource.transports.sapdb.packet import PARAM_INFO, PartSpec, SegmentSpec, build_packet, pack
@@ -274,10 +275,10 @@ def main(out_dir: str) -> None:
                              FileToWrite("logo.bin", content=bytes(range(256)) * 4, lrecl=100)],
          application_message="Report and logo")
     seed000_external_file(os.path.join(out_dir, "seed000_external_file.dmp"))
-    # What IBM's browse sample amqsbcg prints for the same kind of traffic (formats.md section 7).
+    # What IBM's browse sample amqsbcg prints for the same kind of traffic (docs/spec/mq.md#amqsbcg-output).
     dump("amqsbcg_browse.txt", [DatasetToWrite(browsed_table(), "WORK", "ORDERS", description="Orders browsed")],
          format="amqsbcg", application_message="Orders, as amqsbcg shows them", max_message_bytes=512)
-    # The same kind of traffic over the other transports (seed 001, seed 003).
+    # The same kind of traffic over the other transports (docs/spec/tibrv.md, docs/spec/mqtt.md).
     dump("tibrv_capture.rv", [DatasetToWrite(browsed_table(), "RV", "ORDERS", description="Orders over RV")],
          [FileToWrite("rv_note.txt", text="Sent over TIB/Rendezvous\n")], format="tibrv", encoding=273,
          application_message="Orders over TIB/RV", max_message_bytes=512)

@@ -1,7 +1,7 @@
 """Independent minimal encoder for SAS CMI traffic in IBM MQ ``dmpmqmsg`` text dumps.
 
-Written only from seed 000 (CMI attachment layout), reference/cmi-contract.md sections 1-2 and
-reference/formats.md sections 1-3.  It deliberately shares no code with ``cmi_datasource``: the
+Written only from the specifications as docs/spec/cmi.md, docs/spec/sas-records.md and docs/spec/mq.md
+(dmpmqmsg dumps, the MQMD) state them.  It deliberately shares no code with ``cmi_datasource``: the
 tests use it to check that the project's reader decodes an independently produced capture.
 
     enc = Encoder(encoding=546, long_size=4, nul=True, seq_big_endian=True, ccsid=1208)
@@ -28,7 +28,7 @@ class Missing:
 
 
 def missing_high_bytes(tag: str) -> bytes:
-    """Big-endian view of a missing value: FF FF <~tag> 00 ... (formats.md section 3)."""
+    """Big-endian view of a missing value: FF FF <~tag> 00 ... (docs/spec/sas-records.md#missing-values)."""
     code = {".": 1, "_": 0}.get(tag)
     if code is None:
         code = ord(tag.upper()) - ord("A") + 2

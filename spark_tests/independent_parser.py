@@ -1,8 +1,8 @@
 """Independent minimal parser for SAS CMI traffic in IBM MQ ``dmpmqmsg`` text dumps.
 
-Written only from seed 000 (CMI attachment layout), reference/cmi-contract.md sections 1-2 and
-reference/formats.md sections 1-3.  It shares no code with ``cmi_datasource``: the write-path
-tests use it to check the project's writer byte by byte.  It is strict where the contract says
+Written only from the specifications as docs/spec/cmi.md, docs/spec/sas-records.md and docs/spec/mq.md
+(dmpmqmsg dumps, the MQMD) state them.  It shares no code with ``cmi_datasource``: the write-path
+tests use it to check the project's writer byte by byte.  It is strict where docs/spec/cmi.md says
 what a writer emits (NUL terminators present, the header consumed exactly).
 
     msgs = parse_dump(open(path, "rb").read())
@@ -24,7 +24,7 @@ def codec(ccsid: int) -> str:
     return CODECS[ccsid]
 
 
-# ---------------------------------------------------------------- dmpmqmsg text (formats.md 1)
+# ---------------------------------------------------------------- dmpmqmsg text (docs/spec/mq.md#dmpmqmsg-text-dumps)
 @dataclass
 class Message:
     attrs: dict = field(default_factory=dict)
@@ -84,7 +84,7 @@ def parse_dump(raw: bytes) -> list[Message]:
     return msgs
 
 
-# ---------------------------------------------------------------- wire primitives (contract 2)
+# ---------------------------------------------------------------- wire primitives (docs/spec/cmi.md#primitive-types)
 class Reader:
     def __init__(self, buf: bytes, order: str, long_size: int, charset: str):
         self.buf, self.pos, self.order, self.long_size, self.charset = buf, 0, order, long_size, charset
@@ -123,7 +123,7 @@ class Reader:
         return self.pos == len(self.buf)
 
 
-# ---------------------------------------------------------------- attachment header (seed 000)
+# -------------------------------------------------------- attachment header (docs/spec/cmi.md#the-attachment-header)
 @dataclass
 class Attachment:
     type: int
@@ -168,7 +168,7 @@ def parse_header(msg: Message, long_size: int | None = None) -> Header:
     return found[0]
 
 
-# ---------------------------------------------------------------- SAS dataset (seed 000)
+# ---------------------------------------------------------------- SAS dataset (docs/spec/sas-records.md)
 @dataclass
 class Variable:
     name: str
@@ -222,7 +222,7 @@ def parse_dataset(payloads: list[bytes], order: str, long_size: int, ccsid: int)
     return Dataset(dat, variables, streams.get(3, b""), types, bodies)
 
 
-# ---------------------------------------------------------------- SAS values (formats.md 3)
+# ---------------------------------------------------------------- SAS values (docs/spec/sas-records.md#numeric-values)
 MISSING = object()
 
 

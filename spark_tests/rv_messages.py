@@ -1,9 +1,9 @@
-"""TIB/Rendezvous messages for the tests, built field by field from seed 001's tables and raimd's
-wire rules (formats.md section 5), with none of the package's code.
+"""TIB/Rendezvous messages for the tests, built field by field from the tables of docs/spec/tibrv.md and raimd's
+wire rules (docs/spec/tibrv.md#the-wire-format), with none of the package's code.
 
 On the one-byte size: raimd's doc/msg_format.md draws it counting itself, but its reader
 (``RvFieldIter::unpack``) and writer (``pack_rv_size``) take it as the data's length, as the
-reference (formats.md section 5) does; the bytes here follow the code.
+reference (docs/spec/tibrv.md#the-wire-format) does; the bytes here follow the code.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ BLANKS = " " * 24
 
 
 def hdr(attachments, message_correl=BLANKS):
-    """attachments: (type, correlid, qualifier 1, qualifier 2, description) each (seed 001 "HDR")."""
+    """attachments: (type, correlid, qualifier 1, qualifier 2, description) each (docs/spec/tibrv.md#hdr)."""
     fields = [string("HDR", 1, BLANKS), u32("HDR", 2, 0), string("HDR", 3, BLANKS), string("HDR", 4, message_correl),
               i32("HDR", 5, len(attachments))]
     fid = 6
@@ -73,7 +73,7 @@ def hdr(attachments, message_correl=BLANKS):
 
 
 def msg(values):
-    """seed 001 "MSG": the count, then (data type, value) per parameter."""
+    """docs/spec/tibrv.md#msg-and-data: the count, then (data type, value) per parameter."""
     fields = [i32("MSG", 1, len(values))]
     for n, (kind, value) in enumerate(values):
         fields.append(i32("MSG", 2 + 2 * n, kind))
@@ -91,7 +91,7 @@ def dat(nobs, nvars, obs_length, label="RV rows"):
 
 
 def var(variables):
-    """variables: (name, format, width, decimals, label, numeric, length) each (seed 001 "VAR")."""
+    """variables: (name, format, width, decimals, label, numeric, length) each (docs/spec/tibrv.md#var)."""
     fields = [i32("VAR", 1, len(variables)), i32("VAR", 2, 2)]
     fid = 3
     for name, fmt, width, decimals, label, numeric, length in variables:
@@ -106,7 +106,7 @@ def var(variables):
 
 
 def ato(rows, numeric):
-    """seed 001 "ATO": the count, record type 3, then (vtype, value) per variable per observation."""
+    """docs/spec/tibrv.md#ato: the count, record type 3, then (vtype, value) per variable per observation."""
     fields = [i32("ATO", 1, len(rows)), i32("ATO", 2, 3)]
     fid = 3
     for row in rows:

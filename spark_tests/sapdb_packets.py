@@ -1,4 +1,4 @@
-"""SAP DB / MaxDB packets for the tests, written from seed 004 and formats.md section 6 with struct
+"""SAP DB / MaxDB packets for the tests, written from docs/spec/sapdb.md with struct
 alone (not with the package's layout tables), so that the reader is checked against the spec."""
 from __future__ import annotations
 
@@ -69,14 +69,15 @@ def param_info(io_type: int, data_type: int, length: int, in_out_len: int, bufpo
     return bytes([mode, io_type, data_type, frac]) + i2(length, swap) + i2(in_out_len, swap) + i4(bufpos, swap)
 
 
-# Seed 004, Example 1: a dbs command with a typing error, and the kernel's -3014.
+# docs/spec/sapdb.md#examples, example 1: a dbs command with a typing error, and the kernel's -3014.
 EXAMPLE_1_SQL = b"SELECT EMPNAME, EMPNO FROM EMP WHRE FIRST_NAME = 'Martin'"
 EXAMPLE_1_REQUEST = packet([command_segment([part(3, EXAMPLE_1_SQL, size=28136)], mess_type=2)])
 EXAMPLE_1_REPLY = packet([return_segment([part(6, b"Invalid end of SQL statement", size=32080)], returncode=-3014,
                                          sqlstate=b"42000", errorpos=37, function_code=4)])
 
-# Seed 004, Example 2.2: the execute of "SELECT ... INTO :NUMB, :TIME FROM T WHERE KEYCOL = :KEYC", after
-# its parse (not in the seed's excerpt: the parse id and the shortinfo the kernel would send).
+# docs/spec/sapdb.md#examples, example 2 (SAP's Example 2.2): the execute of
+# "SELECT ... INTO :NUMB, :TIME FROM T WHERE KEYCOL = :KEYC", after
+# its parse (not in SAP's excerpt: the parse id and the shortinfo the kernel would send).
 PARSE_ID = bytes.fromhex("00000019 00000601 3C000000")
 EXAMPLE_2_SQL = b"SELECT NUMB, TIME INTO :NUMB, :TIME FROM T WHERE KEYCOL = :KEYC"
 EXAMPLE_2_SHORTINFO = (param_info(0, 2, 8, 9, 1)  # KEYC: input CHAR(8)

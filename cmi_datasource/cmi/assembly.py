@@ -1,4 +1,4 @@
-"""Group physical messages into CMI attachments (contract section 2).
+"""Group physical messages into CMI attachments (docs/spec/cmi.md#assembly-rules).
 
 Grouping is by CorrelId only, never by message order:
 

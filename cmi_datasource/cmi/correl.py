@@ -1,4 +1,4 @@
-"""CMI message types and the layout of a CorrelId (seed 000, contract section 2).
+"""CMI message types and the layout of a CorrelId (docs/spec/cmi.md#message-types, #correlation-ids).
 
 An attachment's messages are found by CorrelId alone: the count message carries the attachment
 key and zeros, sequenced message k the key, k and zeros. The sequence number is big-endian as

@@ -1,4 +1,4 @@
-"""Physical messages for CMI attachments, in the order writers put them (contract section 2):
+"""Physical messages for CMI attachments, in the order writers put them (docs/spec/cmi.md#assembly-rules):
 header, application message, then per attachment sequenced 1..N and the count message last.
 
 They come out transport-neutral (``OutgoingMessage``); a transport's writer gives each the
@@ -41,7 +41,7 @@ class IdSource:
         return hashlib.sha256(f"{self.seed}/{self.counter}".encode()).digest()[:size]
 
     def key_correl_id(self) -> bytes:
-        """A 16-byte key followed by 8 zero bytes, as in seed 000's example."""
+        """A 16-byte key followed by 8 zero bytes, as in SAS's example (docs/spec/cmi.md#the-count-message)."""
         return self.take(16) + bytes(8)
 
 

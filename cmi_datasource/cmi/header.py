@@ -17,7 +17,7 @@ ATTACHMENT_BINARY_FILE = 3
 ATTACHMENT_KINDS = {ATTACHMENT_DATASET: "dataset", ATTACHMENT_TEXT_FILE: "text",
                     ATTACHMENT_BINARY_FILE: "binary"}
 
-# Conventions tried in order; the contract's defaults first.
+# Conventions tried in order; the writer's defaults first (docs/spec/cmi.md#primitive-types).
 WIRE_CANDIDATES: Tuple[Tuple[int, bool], ...] = ((4, True), (4, False), (8, True), (8, False))
 
 
@@ -79,7 +79,7 @@ def _parse_with(payload: bytes, wire: WireFormat, codepage: CodePage, location: 
 def parse_header(payload: bytes, order: str, codepage: CodePage, location: Location) -> CmiHeader:
     """Parse a header, detecting long size and string terminators.
 
-    The convention is the one whose parse consumes the payload exactly (contract section 2).
+    The convention is the one whose parse consumes the payload exactly (docs/spec/cmi.md#primitive-types).
     """
     failures = []
     for long_size, terminated in WIRE_CANDIDATES:

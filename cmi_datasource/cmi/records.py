@@ -1,4 +1,4 @@
-"""Declarative record tables for CMI records (seed 000).
+"""Declarative record tables for CMI records (docs/spec/cmi.md#the-attachment-header, docs/spec/sas-records.md).
 
 A record is an ordered table of (primitive, name). The same table drives reading,
 writing and the smallest size a record can take, so the order of fields in the spec

@@ -1,4 +1,4 @@
-"""The primitive CMI field types (seed 000 / contract section 2) read and written.
+"""The primitive CMI field types (docs/spec/cmi.md#primitive-types) read and written.
 
 ``int`` 4 bytes, ``short`` 2, ``char`` 1, ``byte[n]`` n, ``long`` 4 (or 8 from 64-bit
 senders). Strings are a length then that many characters, followed by a NUL unless

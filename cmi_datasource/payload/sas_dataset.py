@@ -2,7 +2,7 @@
 
 The sequenced messages of a dataset attachment each start with an ``int`` record
 type; consecutive messages of one type form a stream whose records may straddle
-message boundaries (contract section 2). Observation streams are decoded in
+message boundaries (docs/spec/cmi.md#record-types). Observation streams are decoded in
 batches of whole observations by compiled kernels that read each row once for all
 its variables, so memory is bounded by the batch size and not by the dataset.
 """

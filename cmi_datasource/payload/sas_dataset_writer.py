@@ -1,6 +1,6 @@
 """Arrow table -> the sequenced payloads of a SAS dataset attachment (the reverse codec).
 
-Type mapping (recorded in the README):
+Type mapping (recorded in docs/writing.md#type-mapping):
 integers, floats, decimals -> numeric (8 bytes, or the field's ``sas_length`` metadata 3..8);
 boolean -> numeric 0/1; date -> numeric with DATE9.; timestamp -> DATETIME (naive value);
 time -> TIME; string -> character of the longest encoded value (or ``sas_length``).

@@ -1,6 +1,6 @@
 """Which SAS formats mark a numeric variable as a date, a datetime or a time.
 
-Lists from formats.md section 3 (Parso, spark-sas7bdat, pandas). A format is
+Lists from docs/spec/sas-records.md#temporal-formats (Parso, spark-sas7bdat, pandas). A format is
 matched on its name; widths and decimals ("DATETIME22.3") are stripped first.
 """
 from __future__ import annotations

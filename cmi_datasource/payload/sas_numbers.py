@@ -2,7 +2,7 @@
 
 Decoding reads one variable's bytes straight out of a (rows, row length) uint8 matrix of
 observations with a compiled kernel; encoding is vectorised with numpy. A stored value of ``width`` bytes is the high-order
-``width`` bytes of an 8-byte double (formats.md section 3).
+``width`` bytes of an 8-byte double (docs/spec/sas-records.md#numeric-values).
 """
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def test_failed_job_leaves_nothing_visible(spark, s3, sales):
         assert isinstance(unwrap(info.value), CmiEncodeError), str(info.value)[:800]
         # Nothing new outside the staging prefix. A task still running when the job aborts may
         # finish its spill after the abort removed the prefix (a store has no folder to take away
-        # from under it; README, "Captures in object storage"): readers skip _cmi_temporary/.
+        # from under it; docs/object-storage.md): readers skip _cmi_temporary/.
         assert [k for k in s3.keys(prefix) if not k.endswith("/") and "/_cmi_temporary/" not in k] == \
             [k for k in before if not k.endswith("/")]
         # Likewise a task killed mid-spill by the abort leaves its upload pending, never completed.

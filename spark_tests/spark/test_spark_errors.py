@@ -110,7 +110,7 @@ QUIET_RUN = textwrap.dedent("""
         print(str(e).split("\\n")[1])
 """)
 # Printed by the JVM itself, not by a logger: Spark 4.1+ starts Java with
-# --add-modules=jdk.incubator.vector, and no log configuration reaches this line (README).
+# --add-modules=jdk.incubator.vector, and no log configuration reaches this line (docs/install.md#a-quiet-console).
 JVM_INCUBATOR_LINE = "WARNING: Using incubator modules: jdk.incubator.vector"
 
 

@@ -1,7 +1,7 @@
 """The Spark write path checked against the CMI contract, byte by byte.
 
 Every dump written by ``df.write.format("cmi")`` is read back with ``independent_parser`` (written
-from seed 000 and reference/cmi-contract.md sections 1-2 / formats.md sections 1-3 only, sharing
+from docs/spec/cmi.md, docs/spec/sas-records.md and docs/spec/mq.md only, sharing
 no code with ``cmi_datasource``) and compared with the DataFrame that was written.
 """
 from __future__ import annotations
@@ -148,7 +148,7 @@ def check_dataset_layout(cap, rows, names, i=0, string_encoding="utf-8"):
 
 # ---------------------------------------------------------------- tests
 def test_independent_parser_self_check():
-    """The parser against hand-made bytes from formats.md section 3 and seed 000 (no Spark)."""
+    """The parser against hand-made bytes from docs/spec/sas-records.md and docs/spec/cmi.md (no Spark)."""
     assert P.decode_number(bytes.fromhex("3FF0"), 0x111) == 1.0                   # truncated, big-endian
     assert P.decode_number(bytes.fromhex("F03F"), 0x222) == 1.0        # little-endian: the last 2 bytes
     assert P.decode_number(bytes.fromhex("4000000000"), 0x111) == 2.0
@@ -319,7 +319,7 @@ def test_encoding_785_ccsid_37_s390_floats_and_ebcdic(spark, tmp_path):
     assert cap.field(0, by_id[1.0], 1) == bytes.fromhex("4110000000000000")          # 1.0
     assert cap.field(0, by_id[3.0], 1) == bytes.fromhex("C124000000000000")          # -2.25 = -0x0.24 * 16**1
     assert cap.field(0, by_id[4.0], 1) == bytes.fromhex("4080000000000000")          # 0.5
-    assert cap.field(0, by_id[2.0], 1) == bytes.fromhex("2E00000000000000")          # '.' (README)
+    assert cap.field(0, by_id[2.0], 1) == bytes.fromhex("2E00000000000000")          # '.' (docs/decisions.md#cmi-and-sas)
     assert cap.field(0, by_id[1.0], 2) == b"\x81\x82\x83\x40\x40"                   # "abc" + blanks
     assert cap.field(0, by_id[2.0], 2) == b"\x40" * 5
     assert cap.field(0, by_id[4.0], 2) == b"\x40" * 5

@@ -1,7 +1,7 @@
 """amqsbcg messages that cannot be read whole keep what was read: the descriptor fields of their
 readable lines and the bytes of their rows, with the problem and a typed error for FAILFAST.
 
-The text is built here line by line from IBM's layout of the browse sample's output (formats.md,
+The text is built here line by line from IBM's layout of the browse sample's output (docs/spec/mq.md#amqsbcg-output,
 "amqsbcg"): ``MQGET of message number N``, the ``****Message descriptor****`` block of
 ``Name : value`` lines (two pairs on some, characters quoted with their trailing blanks, bytes as
 ``X'...'``, AccountingToken's value on the next line, the version-2 fields last), then

@@ -238,7 +238,7 @@ COMPRESSORS = {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress
 
 def random_dump(messages: int) -> bytes:
     """A dmpmqmsg dump of ``messages`` messages of 1000 random bytes (which compress no better than
-    their hex), written here line by line as formats.md describes the format."""
+    their hex), written here line by line as docs/spec/mq.md#dmpmqmsg-text-dumps describes the format."""
     rng = random.Random(26)
     out = [b"* QLOAD Version:8.0 Created:Sat Jan  1 00:00:00 2000\n\n"]
     for index in range(1, messages + 1):

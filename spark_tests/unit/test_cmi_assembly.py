@@ -1,4 +1,4 @@
-"""CMI attachment assembly (contract section 2) and the Capture catalog, without Spark."""
+"""CMI attachment assembly (docs/spec/cmi.md#assembly-rules) and the Capture catalog, without Spark."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,7 +1,7 @@
 """The project's reader against dumps written by the independent encoder (spark_tests/independent_encoder.py).
 
-The encoder is written only from seed 000, reference/cmi-contract.md sections 1-2 and
-reference/formats.md sections 1-3; every expectation below is the contract's behaviour.
+The encoder is written only from docs/spec/cmi.md, docs/spec/sas-records.md and docs/spec/mq.md;
+every expectation below is the behaviour those pages state.
 """
 from __future__ import annotations
 
@@ -387,7 +387,8 @@ TIME_FORMAT_NAMES = "TIME TIMEAMPM HHMM HOUR MMSS E8601TM E8601LZ B8601TM IS8601
 
 @pytest.mark.parametrize("encoding", [546, 273])
 def test_every_listed_date_datetime_time_format(tmp_path, encoding):
-    """formats.md section 3: the format name (width and decimals stripped) decides the column type."""
+    """docs/spec/sas-records.md#temporal-formats: the format name (width and decimals stripped)
+    decides the column type."""
     enc = Encoder(encoding=encoding, long_size=8)
     groups = [(DATE_FORMAT_NAMES, pa.date32(), 12345.0, EPOCH + dt.timedelta(days=12345)),
               (DATETIME_FORMAT_NAMES, pa.timestamp("us"), 1234567890.25,

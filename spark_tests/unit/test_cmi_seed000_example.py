@@ -1,6 +1,7 @@
-"""Seed 000's external-file example, hand-built byte for byte and read with the project's API.
+"""The external-file example of SAS's CMI description (docs/spec/cmi.md#an-example-on-a-queue),
+hand-built byte for byte and read with the project's API.
 
-Seed 000 ("Example of an external file attachment residing on a queue"):
+SAS's description ("Example of an external file attachment residing on a queue"):
 
     100000  1111..11 00000000  header: 1111..11 00000000 | 00000001 | 00..00 | 2222..22 00000000 | 00000001 |
                                00000003 | 3333..33 00000000 | 00000008 "FILENAME" | 0000000D "d:\\mytext.txt" |
@@ -12,13 +13,13 @@ Seed 000 ("Example of an external file attachment residing on a queue"):
     100001  3333..33 00000000  00000003
 
 The example's integers are big-endian (MQ Encoding 273).  Correlation ids are 24 bytes
-(cmi-contract.md section 2): the 16-byte key, 4 bytes of sequence number, 4 zero bytes.
-Strings carry a NUL after the declared length (the contract's writer default); the variant
+(docs/spec/cmi.md#correlation-ids): the 16-byte key, 4 bytes of sequence number, 4 zero bytes.
+Strings carry a NUL after the declared length (the writer's default, docs/spec/cmi.md#primitive-types); the variant
 without terminators is accepted by readers too.
 
-Note: the attachment-type int printed in the seed's example is 00000003 (seed: 3 = external
+Note: the attachment-type int printed in SAS's example is 00000003 (3 = external
 binary file) although the file is called mytext.txt and described as "Text file...".  The test
-therefore reads the seed's literal bytes (type 3 -> kind 'binary', content = concatenated records)
+therefore reads the example's literal bytes (type 3 -> kind 'binary', content = concatenated records)
 and the same example with type 2 (kind 'text', text = each record + "\\n").
 """
 from __future__ import annotations

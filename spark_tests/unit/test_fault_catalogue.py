@@ -1,4 +1,4 @@
-"""The fault catalogue (README "Damaged captures"): each fault a capture can hold, and what a
+"""The fault catalogue (docs/damage-and-read-modes.md#the-fault-catalogue): each fault a capture can hold, and what a
 read gives in each mode. FAILFAST raises a typed error naming the file, message, offset,
 attachment and sequence number; PERMISSIVE returns the trusted rows and one row per damaged
 stretch whose ``_corrupt_record`` says what was lost and where; DROPMALFORMED returns the

@@ -1,4 +1,4 @@
-"""The MQ captures users hold (formats.md section 7): amqsbcg output, dmpmqmsg saved from the
+"""The MQ captures users hold (docs/spec/mq.md#amqsbcg-output): amqsbcg output, dmpmqmsg saved from the
 terminal, several dumps in one file, and compressed files; each reads the rows its dmpmqmsg dump does."""
 from __future__ import annotations
 

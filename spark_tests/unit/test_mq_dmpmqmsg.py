@@ -1,4 +1,4 @@
-"""dmpmqmsg text dumps (formats.md section 1): parse_dump / read_dump / write_dump on real bytes."""
+"""dmpmqmsg text dumps (docs/spec/mq.md#dmpmqmsg-text-dumps): parse_dump / read_dump / write_dump on real bytes."""
 from __future__ import annotations
 
 import io
@@ -458,7 +458,7 @@ def test_read_spans_span_holding_two_messages_is_an_error(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Random dumps against a plain line-by-line reading of formats.md section 1
+# Random dumps against a plain line-by-line reading of docs/spec/mq.md#dmpmqmsg-text-dumps
 
 
 def _random_dump(rng):

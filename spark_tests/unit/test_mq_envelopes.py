@@ -37,7 +37,7 @@ def test_wrapped_messages_read_like_the_plain_dump(tmp_path, wrap, encoding, ccs
 
 
 def test_transmission_queue_then_mqmde_then_dead_letter(tmp_path):
-    """Seed 002's order on a transmission queue: MQXQH, MQMDE, MQDLH, data."""
+    """The order on a transmission queue (docs/spec/mq.md#the-header-chain): MQXQH, MQMDE, MQDLH, data."""
     messages = []
     for d, p in plain():
         d2, p2 = dead_letter(d, p)

@@ -1,4 +1,4 @@
-"""MQTT packets (seed 003, formats.md section 4) and raw MQTT streams carrying CMI (contract section 4),
+"""MQTT packets (docs/spec/mqtt.md) and raw MQTT streams carrying CMI (docs/spec/mqtt.md#cmi-over-mqtt),
 on packets built here byte by byte from the OASIS rules, with none of the package's writers."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from cmi_datasource.transports.mqtt.packets import (MqttFormatError, read_packet
 
 from support import build_mq_messages
 
-# -- seed 003: the remaining length --------------------------------------------------------------
+# -- docs/spec/mqtt.md#remaining-length --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("value, encoded", [

@@ -1,6 +1,6 @@
 """Property tests: Arrow table -> CMI dump (write_attachments_dump) -> Capture.open -> dataset_table.
 
-What must come back (contract section 2): numerics as float64 (integers too), SAS missing as null,
+What must come back (docs/spec/sas-records.md#column-types): numerics as float64 (integers too), SAS missing as null,
 strings with trailing blanks/NULs removed and ""/all-blank as null, dates, naive timestamps and
 times as such. S/390 hexadecimal floats hold a 56-bit fraction, so every double of their range
 (about 5.4e-79 .. 7.2e75) is stored exactly: the round trip is compared exactly for 785 too.

@@ -1,4 +1,4 @@
-"""SAS values on real bytes: numerics (formats.md section 3), fixed-width text, temporal formats."""
+"""SAS values on real bytes: numerics (docs/spec/sas-records.md#numeric-values), fixed-width text, temporal formats."""
 from __future__ import annotations
 
 import math

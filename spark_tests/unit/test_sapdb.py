@@ -1,7 +1,7 @@
-"""SAP DB / MaxDB SQL packets (seed 004): RTE streams and pcaps -> the ``sapdb`` view, one row per part.
+"""SAP DB / MaxDB SQL packets (docs/spec/sapdb.md): RTE streams and pcaps -> the ``sapdb`` view, one row per part.
 
-Packets are written from the seed with struct (``sapdb_packets.py``), not with the package's own
-tables; the seed's two examples are checked field by field, down to their segment lengths."""
+Packets are written from docs/spec/sapdb.md with struct (``sapdb_packets.py``), not with the package's own
+tables; its two examples (docs/spec/sapdb.md#examples) are checked field by field, down to their segment lengths."""
 from __future__ import annotations
 
 import socket

@@ -1,5 +1,5 @@
-"""CMI over TIB/Rendezvous (seed 001, contract section 3) on RV bytes built field by field from the
-seed's tables and raimd's wire rules (``spark_tests/rv_messages.py``), with none of our writer."""
+"""CMI over TIB/Rendezvous (docs/spec/tibrv.md#cmi-over-tibrv) on RV bytes built field by field from the
+tables of docs/spec/tibrv.md and raimd's wire rules (``spark_tests/rv_messages.py``), with none of our writer."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Trust on TIB/RV captures (issue 26, findings 5 and 6), on RV bytes built from seed 001's tables
+"""Trust on TIB/RV captures (issue 26, findings 5 and 6), on RV bytes built from the tables of docs/spec/tibrv.md
 by ``spark_tests/rv_messages.py`` (none of the package's code).
 
 Attachment keys come from the capture's content: the same bytes give the same keys, and rows,

@@ -66,7 +66,7 @@ def rows_outside(start: int, end: int) -> List[tuple]:
 
 
 def mqmd_v1(m: Message) -> bytes:
-    """A version-1 MQMD (formats.md section 2), little-endian, built field by field."""
+    """A version-1 MQMD (docs/spec/mq.md#the-mqmd), little-endian, built field by field."""
     return (b"MD  " + struct.pack("<6i", 1, 0, m.msgtype, -1, 0, 546) + struct.pack("<i", 1208) + b" " * 8
             + struct.pack("<2i", 0, 0) + m.msgid + m.correlid + struct.pack("<i", 0) + b" " * 96 + b" " * 12
             + bytes(32) + b" " * 32 + struct.pack("<i", 6) + b"sas".ljust(28) + b"20240131" + b"12000000" + b"    ")

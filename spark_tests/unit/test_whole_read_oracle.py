@@ -27,7 +27,7 @@ CAPTURES = ("mixed_types.dmp", "big_endian_273_819.dmp", "orders_3obs.dmp", "ord
             "orders_2obs_be_aligned.dmp", "indep_le_seq.dmp", "orders_3obs.amqsbcg.txt", "orders_3obs.mqget",
             "orders_3obs.mqtt", "orders_small_ato.rv")
 
-# What no reader can tell (README "TIB/RV"): an RV attachment carries no sequence number, offset or
+# What no reader can tell (docs/spec/tibrv.md#order): an RV attachment carries no sequence number, offset or
 # send time, so two ATO messages swapped leave every count it declares right, and capture order is
 # read as the order. Strict xfail: if a later change detects the swap, pytest says so.
 KNOWN = {f"orders_small_ato.rv-swap-{i}-{i + 1}": "TIB/RV carries no message order: a swap of two ATO messages "

@@ -1,4 +1,4 @@
-"""Output of IBM's browse sample ``amqsbcg`` / ``amqsbcgc``: read and write (formats.md section 7).
+"""Output of IBM's browse sample ``amqsbcg`` / ``amqsbcgc``: read and write (docs/spec/mq.md#amqsbcg-output).
 
 The layout, as IBM MQ 7 to 9 print it (spacing, blank lines and the summary vary)::
 

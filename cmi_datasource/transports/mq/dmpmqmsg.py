@@ -54,7 +54,7 @@ class _MessageRecord:
 
 _END_OF_X_RUN = re.compile(rb"\n(?!X)")
 # The banner dmpmqmsg prints to the terminal, kept when its output is redirected to a file
-# (formats.md section 7): "5724-H72 (C) Copyright IBM Corp. 1994, 2026." and the tool's name.
+# (docs/spec/mq.md#dmpmqmsg-text-dumps): "5724-H72 (C) Copyright IBM Corp. 1994, 2026." and the tool's name.
 BANNER = re.compile(rb"^\s*(?:\d{4}-\w{3} \(C\) Copyright IBM Corp\.|(?:IBM |WebSphere |IBM WebSphere )?MQ "
                     rb"Queue Load/Unload Utility\s*$)")
 _ATTRIBUTE_BLOCK = re.compile(rb"(?:A [^\n]*\n)+")

@@ -1,11 +1,11 @@
-"""Walk the MQ header chain in front of message data and remove it (formats.md section 2, seed 002).
+"""Walk the MQ header chain in front of message data and remove it (docs/spec/mq.md#the-header-chain, #mqmde).
 
 The MQMD's Format/Encoding/CCSID describe the first structure; each header's own
 Encoding/CCSID/Format describe what follows it. Recognised:
 
 * ``MQXMIT``  MQXQH (transmission queue): its embedded version-1 MQMD becomes the descriptor.
 * ``MQHMDE``  MQMDE: its version-2 fields (GroupId, MsgSeqNumber, Offset, MsgFlags,
-  OriginalLength) replace the descriptor's, per seed 002 table 1: a version-2 MQMD whose
+  OriginalLength) replace the descriptor's, per IBM's table (docs/spec/mq.md#mqmde): a version-2 MQMD whose
   version-2 fields are not all default keeps them, and the MQMDE stays data; an MQMDE with
   a bad StrucId, Version, StrucLength, Encoding or CCSID is data, never an error.
 * ``MQDEAD``  MQDLH (dead-letter queue): reason and destination are kept.
@@ -144,10 +144,10 @@ def unwrap(message: PhysicalMessage) -> PhysicalMessage:
             elif name == FORMAT_MD_EXTENSION:
                 mde = _mqmde_if_valid(payload, pos, order, ccsid)
                 if mde is None:
-                    break  # seed 002: a wrong character set, encoding or version makes it data
+                    break  # docs/spec/mq.md#mqmde: a wrong character set, encoding or version makes it data
                 if descriptor.version >= 2 and any(getattr(descriptor, f) != MQMDE_V2_DEFAULTS[f]
                                                    for f in MQMDE_V2_FIELDS):
-                    break  # seed 002 table 1: a version-2 MQMD with its own values keeps them
+                    break  # docs/spec/mq.md#mqmde: a version-2 MQMD with its own values keeps them
                 descriptor = dataclasses.replace(descriptor, **{f: mde[f] for f in MQMDE_V2_FIELDS})
                 encoding, ccsid, fmt = _what_follows(mde, ccsid)
                 pos += MQMDE.size

@@ -1,6 +1,6 @@
 """MQ header structures that can stand in front of message data, as field tables.
 
-Sources: IBM MQ copybooks (cmqc.h), formats.md section 2, seed 002 (MQMDE).
+Sources: IBM MQ copybooks (cmqc.h), docs/spec/mq.md#the-header-chain, docs/spec/mq.md#mqmde.
 Every structure id is 4 characters in the code page of the structure before it,
 so z/OS dumps carry them in EBCDIC; ``struc_id_matches`` accepts either.
 """
@@ -62,7 +62,7 @@ FORMAT_DEAD_LETTER = "MQDEAD"
 FORMAT_RFH2 = "MQHRF2"
 MQCCSI_INHERIT = -2
 
-# MQMDE fields that a version-2 MQMD also has, with their defaults (seed 002, table 2).
+# MQMDE fields that a version-2 MQMD also has, with their defaults (docs/spec/mq.md#mqmde).
 MQMDE_V2_FIELDS = ("group_id", "msg_seq_number", "offset", "msg_flags", "original_length")
 MQMDE_V2_DEFAULTS = {"group_id": bytes(24), "msg_seq_number": 1, "offset": 0, "msg_flags": 0,
                      "original_length": -1}

@@ -3,7 +3,7 @@ either byte order) followed by a 4-byte big-endian data length and the data.
 
 Programs that save what MQGET returned write this; the byte order of the MQMD is read
 from its Version field (1 or 2), and its character set from its StrucId ("MD  " in
-ASCII or EBCDIC). The format is documented in the README.
+ASCII or EBCDIC). The format is documented in docs/capture-formats.md#ibm-mq.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Join segmented MQ messages into logical messages (formats.md section 2).
+"""Join segmented MQ messages into logical messages (docs/spec/mq.md#segmented-messages).
 
 Physical messages with MQMF_SEGMENT / MQMF_LAST_SEGMENT that share (GroupId,
 MsgSeqNumber) are one logical message: ordered by Offset, contiguous from 0, ending

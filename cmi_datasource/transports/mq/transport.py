@@ -1,4 +1,4 @@
-"""IBM MQ as a transport: dmpmqmsg text dumps and binary MQGET captures (formats.md sections 1-2).
+"""IBM MQ as a transport: dmpmqmsg text dumps and binary MQGET captures (docs/spec/mq.md).
 
 Each format yields messages with their MQ header chain removed (``envelope.py``); segmented
 messages are joined across the files of a load (``segments.py``). The messages view gets the

@@ -1,6 +1,6 @@
-"""MQTT control packets, 3.1, 3.1.1 and 5.0 (seed 003, formats.md section 4): read and written.
+"""MQTT control packets, 3.1, 3.1.1 and 5.0 (docs/spec/mqtt.md): read and written.
 
-The fixed header (seed 003): byte 1 holds the packet type (bits 7-4), DUP (bit 3), QoS (bits 2-1,
+The fixed header (docs/spec/mqtt.md#fixed-header): byte 1 holds the packet type (bits 7-4), DUP (bit 3), QoS (bits 2-1,
 3 is reserved) and RETAIN (bit 0); then the remaining length, 7 bits a byte, least significant
 first, 0x80 meaning more follows, in one to four bytes (at most 268,435,455). CONNECT names the
 protocol ("MQIsdp"/3 = 3.1, "MQTT"/4 = 3.1.1, "MQTT"/5 = 5.0), which decides whether PUBLISH

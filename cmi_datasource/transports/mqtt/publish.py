@@ -1,6 +1,6 @@
 """Sending CMI messages over MQTT: to a live broker (paho-mqtt, MQTT 5, QoS 1), or as a raw stream file.
 
-Each message is one PUBLISH whose MQTT 5 properties carry what contract section 4 reads back:
+Each message is one PUBLISH whose MQTT 5 properties carry what docs/spec/mqtt.md#cmi-over-mqtt reads back:
 Correlation Data = the CorrelId, user properties MsgType, Encoding, CodedCharSetId and MsgId (hex).
 ``publish`` waits until the broker has acknowledged every message and fails with a
 ``CmiError`` naming the broker when it refuses the connection, goes away or does not answer.

@@ -1,10 +1,11 @@
-"""MQTT packets of one direction of one connection as physical messages (contract section 4).
+"""MQTT packets of one direction of one connection as physical messages (docs/spec/mqtt.md#cmi-over-mqtt).
 
 Each PUBLISH is one physical message; its descriptor comes from, first match wins:
 
 1. MQTT 5 properties: Correlation Data is the CorrelId (right-padded with zeros to 24 bytes), the
    user properties ``MsgType``, ``Encoding``, ``CodedCharSetId`` and ``MsgId`` (hex) give the rest;
-   a message with a MsgType is a CMI message. Where the contract is silent we chose: Encoding
+   a message with a MsgType is a CMI message. Where the specification is silent we chose
+   (docs/decisions.md#mqtt): Encoding
    absent = 546 (what x86 publishers write), CodedCharSetId absent = 0 (``defaultCcsid``).
 2. a payload that starts with an MQMD ("MD  "): the MQMD is the descriptor and what follows it
    the message data, its MQ header chain walked as on a queue;
@@ -31,7 +32,7 @@ from ..mq.mqmd import MQMD_V1, MQMD_V2, descriptor_from_bytes
 from . import packets
 from .packets import AUTH, CONNECT, PUBLISH, MqttFormatError
 
-DEFAULT_ENCODING = 546  # contract section 4 is silent: x86 publishers, MQENC_NATIVE
+DEFAULT_ENCODING = 546  # docs/spec/mqtt.md#cmi-over-mqtt is silent: x86 publishers, MQENC_NATIVE
 CORREL_ID_SIZE = 24
 
 
@@ -66,7 +67,7 @@ def _property_text(name: str, value: Any) -> str:
 
 def cmi_message(payload: bytes, properties: Sequence[Tuple[str, Any]], source: str, index: int, start: int,
                 end: int, where: Location) -> PhysicalMessage:
-    """A PUBLISH payload as a physical message, its descriptor found as the contract says."""
+    """A PUBLISH payload as a physical message, its descriptor found as docs/spec/mqtt.md#cmi-over-mqtt says."""
     user = {key: value for name, value in properties if name == "user_property" for key, value in [value]}
     correl = next((value for name, value in properties if name == "correlation_data"), None)
     if "MsgType" in user:

@@ -1,4 +1,4 @@
-"""MQTT as a transport (seed 003, contract section 4): raw MQTT byte streams and pcap captures.
+"""MQTT as a transport (docs/spec/mqtt.md#cmi-over-mqtt): raw MQTT byte streams and pcap captures.
 
 A raw stream is one connection's packets as the client sent them, from its CONNECT on (what a
 broker's stream log or ``tcpflow`` keeps); a pcap holds any number of connections (``pcap.py``).

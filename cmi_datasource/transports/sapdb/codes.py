@@ -1,4 +1,4 @@
-"""The numbers of the SAP DB / MaxDB order interface and their names (seed 004; formats.md section 6;
+"""The numbers of the SAP DB / MaxDB order interface and their names (docs/spec/sapdb.md;
 the MaxDB GPL sources' vsp001, gsp00 and geo003). Each table is code -> name, as the MaxDB
 sources spell the names without their prefixes; an unknown code shows as its number."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The SQL packet of the SAP DB / MaxDB order interface (seed 004): header, segments, parts.
+"""The SQL packet of the SAP DB / MaxDB order interface (docs/spec/sapdb.md): header, segments, parts.
 
 A packet is a 32-byte header and a varpart of ``no_of_segm`` segments; a segment is a 40-byte
 header (the command variant from client to kernel, the return variant back) and

@@ -1,4 +1,4 @@
-"""The ``sapdb`` view: one row per part of every SQL packet of a capture (seed 004).
+"""The ``sapdb`` view: one row per part of every SQL packet of a capture (docs/spec/sapdb.md).
 
 A file is either RTE frames logged back to back (both directions, as a TCP stream logger
 keeps them) or a pcap/pcapng capture, whose SAP DB connections are those whose client stream

@@ -1,4 +1,4 @@
-"""Data part fields as text: VDN numbers, characters, bytes, booleans (seed 004, formats.md section 6).
+"""Data part fields as text: VDN numbers, characters, bytes, booleans (docs/spec/sapdb.md#data-parts, #numbers).
 
 Every field of a data part is a defined byte (0xFF: NULL; 0xFE: a numeric overflow, also NULL)
 and ``in_out_len - 1`` bytes of value, at the ``bufpos`` its shortinfo entry gives. One compiled

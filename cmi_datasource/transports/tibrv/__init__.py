@@ -1,4 +1,4 @@
-"""TIB/Rendezvous: captures of RV wire-format messages carrying CMI attachments (seed 001)."""
+"""TIB/Rendezvous: captures of RV wire-format messages carrying CMI attachments (docs/spec/tibrv.md)."""
 from .transport import TRANSPORT
 
 __all__ = ["TRANSPORT"]

@@ -1,4 +1,4 @@
-"""ATO messages -> fixed-width observation rows, by a compiled kernel (seed 001, contract section 3).
+"""ATO messages -> fixed-width observation rows, by a compiled kernel (docs/spec/tibrv.md#ato).
 
 An ATO message holds, after its count (field 1) and record type (field 2), one pair of fields per
 variable per observation: an I32 vtype (1 numeric, 2 character) and the value, an F64 or a

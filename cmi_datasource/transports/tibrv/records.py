@@ -1,8 +1,8 @@
-"""CMI over TIB/Rendezvous (seed 001, contract section 3): each message type's fields, as tables,
+"""CMI over TIB/Rendezvous (docs/spec/tibrv.md#cmi-message-types): each message type's fields, as tables,
 and what each message becomes on the CMI side.
 
 Every field of a message carries the message's type name (HDR, DAT, VAR, ...) and field ids 1,
-2, 3, ... in the order of the seed's tables; repeated groups continue the id sequence. An RV
+2, 3, ... in the order of SAS's tables; repeated groups continue the id sequence. An RV
 message becomes the payload CMI over MQ would carry for it (``cmi/records.py``), so that
 assembly and the SAS codecs read both transports alike: DAT the dataset definition, VAR the
 variable definitions, ATO the observations as fixed-width rows (``observations.py``), FDC the
@@ -31,7 +31,7 @@ WIRE = WireFormat(integer_order(ENCODING), 4, True)
 KINDS = ("HDR", "MSG", "DATA", "DAT", "VAR", "ATO", "ATI", "ATC", "FDC", "ATX", "ATB", "LST")
 RECORD_TYPES = {"DAT": 1, "VAR": 2, "ATO": 3, "ATI": 4, "ATC": 5}
 
-# Field ids of each message (seed 001), named as the CMI record fields they fill.
+# Field ids of each message (docs/spec/tibrv.md#cmi-message-types), named as the CMI record fields they fill.
 HDR_FIELDS = {1: "header_correl_id", 2: "original_msg_type", 3: "original_correl_id", 4: "message_correl_id",
               5: "attachment_count"}
 HDR_ENTRY = ("attachment_type", "correl_id", None, "qualifier1", None, "qualifier2", None, "description",
@@ -59,7 +59,7 @@ class RvDetails:
 
 
 class RvCmiError(CmiFormatError):
-    """An RV message that does not follow seed 001's layout for its type."""
+    """An RV message that does not follow its type's layout (docs/spec/tibrv.md#cmi-message-types)."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,8 @@ def _cmi(fields: Mapping[int, RvField], fid: int, kind: str, where: Location, pr
 
 
 def is_blank(correl_id: bytes) -> bool:
-    """Whether a correlid was sent blank (seed 001 allows it): then ``sequence.py`` gives it a key
+    """Whether a correlid was sent blank (docs/spec/tibrv.md#correlation-ids allows it): then
+    ``sequence.py`` gives it a key
     from the capture's content."""
     return not correl_id.strip(b" \0")
 
@@ -277,7 +278,7 @@ def count_of(fields: Sequence[RvField], kind: str, where: Location) -> int:
 
 
 def record_type_only(kind: str) -> bytes:
-    """ATI and ATC: indexes and integrity constraints, which CMI readers skip (seed 000)."""
+    """ATI and ATC: indexes and integrity constraints, which CMI readers skip (docs/spec/cmi.md#record-types)."""
     return struct.pack(">i", RECORD_TYPES[kind])
 
 
@@ -293,7 +294,8 @@ def application_values(fields: Sequence[RvField], where: Optional[Location] = No
 
 
 def application_text(fields: Sequence[RvField], where: Optional[Location] = None) -> bytes:
-    """The application message's bytes: its values ";"-separated, as seed 001 writes the map
+    """The application message's bytes: its values ";"-separated, as SAS's example writes the map
+    (docs/spec/tibrv.md#msg-and-data)
     ('100;9999;9999.1234;ABC...')."""
     return ";".join(application_values(fields, where)).encode("latin-1")
 

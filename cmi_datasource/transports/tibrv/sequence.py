@@ -1,7 +1,7 @@
 """The CMI roles of a TIB/RV capture's messages: attachment keys from the capture's content, and
 sequence numbers from the capture's order, with what the content lets one check of that order.
 
-RV carries no correlation ids worth the name: seed 001 lets a sender leave every correlid of an
+RV carries no correlation ids worth the name: SAS lets a sender leave every correlid of an
 HDR blank, and the messages after it carry none. CMI assembly (``cmi/assembly.py``) groups by
 CorrelId, so each message is given the one CMI over MQ would carry: the HDR's attachments run
 one after another, each from the message after the HDR (and its MSG or DATA) up to its LST;
@@ -17,7 +17,7 @@ gets the same keys: its messages are identical copies of each other, read once, 
 message delivered twice. A correlid sent non-blank is the key, as over MQ.
 
 **Order.** Nothing in an RV attachment numbers its messages: no sequence number, offset or time
-(seed 001; the capture holds each message as the RV API serializes it, without the daemon's
+(docs/spec/tibrv.md#order; the capture holds each message as the RV API serializes it, without the daemon's
 packet sequence). An ATO message says how many observations it holds (field 1), the DAT how
 many the data set has (field 7), the LST how many messages the attachment has. RV delivers the
 messages of one sender on one subject in the order sent, so capture order is the order the

@@ -1,4 +1,4 @@
-"""TIB/Rendezvous as a transport: captures of RV messages back to back (seed 001, contract section 3).
+"""TIB/Rendezvous as a transport: captures of RV messages back to back (docs/spec/tibrv.md#cmi-over-tibrv).
 
 Reading a capture, each RV message becomes the CMI message MQ would carry for it
 (``records.py``), an ATO message its fixed-width rows (``observations.py``, laid out by the DAT
@@ -131,7 +131,7 @@ def _header_end(data: bytes, pos: int) -> Optional[int]:
 
 def _kind_at(data: bytes, pos: int) -> str:
     """The message type of the (damaged) RV message at ``pos``: its first field's name, when it is
-    one of seed 001's."""
+    one of those of docs/spec/tibrv.md#cmi-message-types."""
     name_at = pos + HEADER.size
     if name_at >= len(data):
         return ""

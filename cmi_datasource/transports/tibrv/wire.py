@@ -1,4 +1,4 @@
-"""The TIB/Rendezvous wire format, read and written (formats.md section 5).
+"""The TIB/Rendezvous wire format, read and written (docs/spec/tibrv.md#the-wire-format).
 
 TIBCO does not publish it; every rule here is taken from raitechnology/raimd
 (``include/raimd/rv_msg.h``, ``src/rv_msg.cpp``: ``RvFieldIter::unpack``, ``get_rv_name``,

@@ -1,9 +1,9 @@
-"""Writing CMI attachments as TIB/Rendezvous messages (seed 001), the reverse of ``records.py``.
+"""Writing CMI attachments as TIB/Rendezvous messages (docs/spec/tibrv.md), the reverse of ``records.py``.
 
 The writer is handed the messages CMI over MQ would send (``cmi/emit.py``, in writer order:
 header, application message, each attachment's sequenced messages, its count) and sends, per
-attachment, the RV messages seed 001 lists: HDR, MSG, then DAT, VAR, ATO... or FDC, ATX/ATB...,
-then LST counting the RV messages sent for the attachment. Records that straddle CMI messages are
+attachment, the RV messages docs/spec/tibrv.md#cmi-message-types lists: HDR, MSG, then DAT, VAR,
+ATO... or FDC, ATX/ATB..., then LST counting the RV messages sent for the attachment. Records that straddle CMI messages are
 joined first: an RV message holds whole variables, observations and file records. Observations
 must be big-endian IEEE (Encoding 273), which ATO's F64 values are; numerics are sent as full
 doubles, their low-order bytes zero as stored. ATO fields are written by a compiled kernel.
@@ -59,7 +59,7 @@ def _hdr(header: CmiHeader, codepage) -> bytes:
 
 
 def _msg(text: bytes) -> bytes:
-    """The application message as one string parameter (seed 001 data type 4)."""
+    """The application message as one string parameter (docs/spec/tibrv.md#msg-and-data: data type 4)."""
     if not text:
         return message_bytes([_int("MSG", 1, 0)])
     return message_bytes([_int("MSG", 1, 1), _int("MSG", 2, 4), _string("MSG", 3, text)])
