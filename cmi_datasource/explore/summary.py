@@ -79,7 +79,8 @@ class CaptureSummary:
         return (f"{len(self.files)} file{'s' if len(self.files) != 1 else ''}: {files}\n"
                 f"{self.messages} messages{unclaimed}\n"
                 f"{rows} attachment{'s' if rows != 1 else ''}: {len(self.datasets)} data sets, "
-                f"{len(self.external_files)} external file{'s' if len(self.external_files) != 1 else ''}; {len(self.complete)} complete, "
+                f"{len(self.external_files)} external file{'s' if len(self.external_files) != 1 else ''}; "
+                f"{len(self.complete)} complete, "
                 f"{len(self.incomplete)} incomplete; "
                 + (f"{len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
                    if self.problems else "no problems"))

@@ -1,8 +1,8 @@
 """SAS numerics: truncated doubles in IEEE (either byte order) or S/390 hexadecimal float.
 
 Decoding reads one variable's bytes straight out of a (rows, row length) uint8 matrix of
-observations with a compiled kernel; encoding is vectorised with numpy. A stored value of ``width`` bytes is the high-order
-``width`` bytes of an 8-byte double (formats.md section 3).
+observations with a compiled kernel; encoding is vectorised with numpy. A stored value of
+``width`` bytes is the high-order ``width`` bytes of an 8-byte double (formats.md section 3).
 """
 from __future__ import annotations
 

@@ -125,7 +125,8 @@ def main(config_path: str) -> None:
     probed = (spark.read.format("cmi_probe").option("dataset", config["dataset"])
               .option("minPartitions", config["min_partitions"]).load(config["capture"]))
     result["probed_rows"] = probed.count()
-    result["reads"] = [json.load(open(os.path.join(config["reports"], n))) for n in sorted(os.listdir(config["reports"]))]
+    result["reads"] = [json.load(open(os.path.join(config["reports"], n)))
+                       for n in sorted(os.listdir(config["reports"]))]
     attachments = spark.read.format("cmi").option("view", "attachments").load(config["capture"])
     result["attachments"] = [r.asDict() for r in attachments.select(
         "attachment", "kind", "name", "complete", "observations", "found_messages").collect()]

@@ -88,7 +88,8 @@ def cluster_run(standalone_cluster, executor_python, cluster_capture, tmp_path_f
               "capture": str(cluster_capture), "dataset": DATASET, "write_to": str(base / "written"),
               # A partition per LIB.SALES attachment: small attachments are otherwise packed together.
               "min_partitions": SALES_FILES + 1,
-              "driver_local_dir": str(base / "local"), "register": False, "checkout": str(harness.ROOT), "reports": str(base / "reports")}
+              "driver_local_dir": str(base / "local"), "register": False, "checkout": str(harness.ROOT),
+              "reports": str(base / "reports")}
     (base / "reports").mkdir()
     env = standalone_cluster.env(
         PYSPARK_PYTHON=str(executor_python),  # the executors' Python: cmi_datasource from the wheel

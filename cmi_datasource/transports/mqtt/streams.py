@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 from ...errors import CmiFormatError, KeptError, Location, TruncatedError
 from ...messages import Descriptor, PhysicalMessage
