@@ -125,7 +125,7 @@ def message_sizes(messages: Any, attachments: Any = None, by: str = "attachment"
              else np.linspace(lengths.min(), lengths.max() + 1, bins + 1))
     order = list(dict.fromkeys(groups))
     ax = _axes(ax)
-    ax.hist([lengths[groups == g].to_numpy() for g in order], bins=edges, stacked=True, label=order)
+    ax.hist([lengths[groups == g].to_numpy() for g in order], bins=edges.tolist(), stacked=True, label=order)
     if logarithmic:
         ax.set_xscale("log")
     ax.set_xlabel("message length (bytes)")
