@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export PYTHONPATH := $(CURDIR)
 SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
 
-.PHONY: demo test docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
+.PHONY: demo test lint typecheck docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
 
 # A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
 # pyspark_* modules on sys.path, which an editable install's import hook would hide.
@@ -36,11 +36,22 @@ check-java:
 demo: $(DEMO_STAMP) check-java
 	$(PY) scripts/demo.py
 
-# The MQTT tests run a real broker and capture its traffic: scripts/test_tools.sh installs Debian's
-# mosquitto, mosquitto-clients and tcpdump when they are missing.
-test: $(STAMP) check-java
+# Static checks, configured in pyproject.toml ([tool.ruff], [tool.mypy]).
+lint: $(STAMP)
+	$(PY) -m ruff check cmi_datasource spark_tests bench fuzz scripts pyspark_cmi.py
+
+typecheck: $(STAMP)
+	$(PY) -m mypy cmi_datasource
+
+# CI in stages, each stopping the run when it fails: lint, typecheck, the fast unit tests (no Spark,
+# no broker, about a minute), then the rest (Spark, S3, live broker and capture, cluster, slow tests).
+# The markers are assigned by folder in spark_tests/conftest.py. The live tests run a real broker and
+# capture its traffic: scripts/test_tools.sh installs Debian's mosquitto, mosquitto-clients and
+# tcpdump when they are missing.
+test: lint typecheck check-java
 	bash scripts/test_tools.sh
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m unit
+	$(PY) -m pytest -q -m "not unit"
 
 # Every performance target of issue 18 in one run (half an hour or more on 2 cores); writes bench/results.md.
 # BENCH_ARGS="--sections warm --rows 1000000" runs a part (.venv/bin/python bench/bench.py --help).
@@ -88,4 +99,4 @@ notebook: $(STAMP) check-java
 	$(PY) -m cmi_datasource.explore.run_notebook --write notebooks/explore.ipynb
 
 clean:
-	rm -rf $(VENV) .pytest_cache spark-warehouse site
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache spark-warehouse site

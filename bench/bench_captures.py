@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from functools import partial
 
 import zstandard
 from isal import igzip
@@ -64,8 +65,8 @@ def main(rows: int) -> None:
         results = {}
         for name, path in paths.items():
             warm_capture = Capture.open(path)
-            results[name] = (os.path.getsize(path) / 1e6, best_of(lambda: cold(path), 3),
-                             best_of(lambda: decode_all(warm_capture), 3))
+            results[name] = (os.path.getsize(path) / 1e6, best_of(partial(cold, path), 3),
+                             best_of(partial(decode_all, warm_capture), 3))
         base_cold, base_warm = results["dmpmqmsg"][1], results["dmpmqmsg"][2]
         print(f"rows={rows}, observation bytes {obs_mb:.0f} MB; best of 3, one core")
         print("| capture | file MB | cold s | cold MB/s | cold / plain | warm s | warm MB/s | warm / plain |")

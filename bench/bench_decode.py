@@ -38,7 +38,8 @@ def make_table(n: int) -> pa.Table:
         "SCORE": pa.array(rng.random(n) * 100),
         "DAY": pa.array((np.datetime64("2000-01-01") + rng.integers(0, 9000, n)).astype("datetime64[D]")),
         "STAMP": pa.array((np.datetime64(base) + rng.integers(0, 10**15, n).astype("timedelta64[us]"))),
-        "CUTOFF": pa.array(rng.integers(0, 86400 * 10**6, n).astype("timedelta64[us]").astype(np.int64), pa.int64()).cast(pa.time64("us")),
+        "CUTOFF": pa.array(rng.integers(0, 86400 * 10**6, n).astype("timedelta64[us]").astype(np.int64),
+                           pa.int64()).cast(pa.time64("us")),
         "CODE": pa.array(words[rng.integers(0, len(words), n)]),
         "CITY": pa.array(words[rng.integers(0, len(words), n)]),
         "FLAG": pa.array(np.where(rng.random(n) < 0.5, "Y", "N")),
@@ -51,7 +52,8 @@ def main(rows: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench.dmp")
         with open(path, "wb") as out:
-            write_attachments_dump(out, [DatasetToWrite(table, "BENCH", "DATA")], options=WriteOptions(deterministic_seed="bench"))
+            write_attachments_dump(out, [DatasetToWrite(table, "BENCH", "DATA")],
+                                   options=WriteOptions(deterministic_seed="bench"))
         text = open(path, "rb").read()
         hex_lines = re.findall(rb"^X ([0-9A-F]+)$", text, flags=re.M)
         joined = b"".join(hex_lines).decode()
@@ -63,7 +65,8 @@ def main(rows: int) -> None:
         mb = obs_bytes / 1e6
         print(f"rows={rows} dump={len(text) / 1e6:.1f} MB observation bytes={mb:.1f} MB")
         print(f"bytes.fromhex floor: {floor:.3f} s ({mb / floor:.0f} MB/s)")
-        print(f"decode core:         {core:.3f} s ({mb / core:.0f} MB/s)  ratio core/floor throughput = {floor / core:.2f}")
+        print(f"decode core:         {core:.3f} s ({mb / core:.0f} MB/s)  "
+              f"ratio core/floor throughput = {floor / core:.2f}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable, Dict, List, Optional
 
 from bench.bench_first_job import first_job_times
@@ -162,7 +163,7 @@ def first_read(run: Run) -> Outcome:
         with run.scratch("first-read") as tmp:
             copies = itertools.count()
 
-            def unseen_copy() -> str:
+            def unseen_copy(original: str = original, tmp: str = tmp, copies: itertools.count = copies) -> str:
                 # The index is cached by the file's identity (path, size, mtime, CRC of its ends):
                 # a copy under a new name is a dump the reader has never seen.
                 for old in os.listdir(tmp):
@@ -217,13 +218,13 @@ def warm_read(run: Run) -> Outcome:
     for n in run.settings.rows:
         files = run.files(n)
         cmi_s, parquet_s = run.read_s("cmi", n), run.read_s("parquet", n)
-        floor_s = best_of(lambda: run.read("bench_arrow_floor", files.ipc), repeat)
+        floor_s = best_of(partial(run.read, "bench_arrow_floor", files.ipc), repeat)
         # The same floor split like cmi's partitions: Spark's cost per Python task apart.
         partitions = run.cmi_partitions(n)
         floor_as_cmi = files.floor_files(partitions)
-        floor_as_cmi_s = best_of(lambda: run.read("bench_arrow_floor", floor_as_cmi), repeat)
+        floor_as_cmi_s = best_of(partial(run.read, "bench_arrow_floor", floor_as_cmi), repeat)
 
-        def pandas_route():
+        def pandas_route(files: BenchFiles = files) -> None:
             import pandas as pd
             noop(spark.createDataFrame(pd.read_sas(files.xport, format="xport")))
 
@@ -266,7 +267,7 @@ def mqget(run: Run) -> Outcome:
         with run.scratch("mqget") as tmp:
             capture = write_capture(os.path.join(tmp, "bench.mqget"), n, "mqget")
             os.sync()
-            mqget_s = best_of(lambda: run.read("cmi", capture), run.settings.repeat)
+            mqget_s = best_of(partial(run.read, "cmi", capture), run.settings.repeat)
             size_mb = os.path.getsize(capture) / 1e6
         parquet_s = run.read_s("parquet", n)
         targets.append(Target(f"4. warm read, binary MQGET capture, {n:,} rows", 1.15, "cmi / Parquet",
@@ -371,7 +372,7 @@ def transports(run: Run) -> Outcome:
         for fmt, _, file_name in TRANSPORTS:
             capture = write_capture(os.path.join(tmp, file_name), n, fmt, options)
             os.sync()
-            times[fmt] = best_of(lambda: run.read("cmi", capture), run.settings.repeat)
+            times[fmt] = best_of(partial(run.read, "cmi", capture), run.settings.repeat)
             sizes[fmt] = os.path.getsize(capture) / 1e6
     mq_s = times["dmpmqmsg"]
     targets = [Target(f"7. {label} capture, {n:,} rows", 1.5, "time / MQ dump time",

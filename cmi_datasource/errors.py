@@ -21,7 +21,7 @@ import difflib
 import importlib
 import re
 from dataclasses import dataclass, replace
-from typing import Dict, Iterator, Optional, Sequence
+from typing import Dict, Iterator, Optional, Sequence, Type
 
 
 def message_number(index: int) -> int:
@@ -250,7 +250,7 @@ _LABELLED = re.compile(r"  (what to do|file|message|file offset|payload offset|a
 _SPARK_TAIL = re.compile(r"\s*SQLSTATE: \w+\s*$")
 
 
-def _error_class(module: str, name: str) -> Optional[type]:
+def _error_class(module: str, name: str) -> Optional[Type[CmiError]]:
     """The CmiError subclass ``module.name``: a transport's module is imported when this process
     has not (a driver never imports the transports its workers use)."""
     try:
@@ -260,7 +260,7 @@ def _error_class(module: str, name: str) -> Optional[type]:
     return found if isinstance(found, type) and issubclass(found, CmiError) else None
 
 
-def unwrap(exc: BaseException) -> Optional[CmiError]:
+def unwrap(exc: Optional[BaseException]) -> Optional[CmiError]:
     """The typed error inside a Spark exception, with its fields; None when there is none.
 
     Spark reports a failure in a Python worker as an ``AnalysisException`` (planning) or a

@@ -163,8 +163,8 @@ def open_input(path: str) -> BinaryIO:
 def _kind_of(local: str) -> str:
     """What a path that is no regular file is, in words."""
     mode = os.stat(local).st_mode
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
     return next((words for test, words in kinds if test(mode)), "a special file")
 
 
@@ -174,7 +174,8 @@ def _unreadable(path: str, error: OSError, offset: Optional[int]) -> CmiError:
         return _refused(path, error, "reading")
     if isinstance(error, FileNotFoundError):
         return PathNotFoundError(f"path {path!r} does not exist")
-    return InputFileError(f"the system failed to read the file: {error.strerror or error}", Location(path, None, offset))
+    return InputFileError(f"the system failed to read the file: {error.strerror or error}",
+                          Location(path, None, offset))
 
 
 class _TypedReads(io.RawIOBase):

@@ -59,7 +59,8 @@ def _env(boundscheck: bool) -> Dict[str, str]:
 
 
 def fuzz_target(name: str, seconds: float, timeout: int, boundscheck: bool, quiet: bool,
-                corpus_root: str = os.path.join(HERE, "corpus"), crashes_root: str = os.path.join(HERE, "crashes")) -> Dict:
+                corpus_root: str = os.path.join(HERE, "corpus"),
+                crashes_root: str = os.path.join(HERE, "crashes")) -> Dict:
     """Runs the target's harness for ``seconds`` on ``corpus_root/<name>``; its totals and bugs."""
     corpus = os.path.join(corpus_root, name)
     out = os.path.join(HERE, "out", name)
@@ -121,7 +122,7 @@ def bugs(result: Dict) -> int:
 
 
 def results_markdown(results: List[Dict], seconds: float, boundscheck: bool) -> str:
-    lines = [f"# Fuzzing results", "",
+    lines = ["# Fuzzing results", "",
              f"`make fuzz`: {seconds:g} s per target, NUMBA_BOUNDSCHECK={'1' if boundscheck else '0'}, "
              f"{time.strftime('%Y-%m-%d %H:%M', time.localtime())}. Inputs/s counts the inputs run by the "
              f"harness over its fuzzing time (start-up and seed warm-up left out).", "",

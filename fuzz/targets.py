@@ -398,7 +398,7 @@ def external_file_target(data: bytes) -> None:
         from cmi_datasource.cmi.wire import WireFormat
         wire = WireFormat()
     f = read_external_file(messages, wire, bool(flags & 4))
-    f.content
+    _ = f.content  # joining the records must raise only typed errors
     f.text(message_code_page(messages[0], CharsetPolicy()), messages[0].location())
 
 
@@ -555,13 +555,18 @@ def _whole_read(name: str, description: str) -> Target:
 # -- the table ---------------------------------------------------------------------------------------
 
 TARGETS: Dict[str, Target] = {t.name: t for t in (
-    Target("dmpmqmsg", dmpmqmsg_target, dmpmqmsg_seeds, "dmpmqmsg/qload text dumps, and the partitions' bulk hex decode"),
+    Target("dmpmqmsg", dmpmqmsg_target, dmpmqmsg_seeds,
+           "dmpmqmsg/qload text dumps, and the partitions' bulk hex decode"),
     Target("amqsbcg", amqsbcg_target, amqsbcg_seeds, "amqsbcg browse output, and its bulk decode"),
     Target("mqget", mqget_target, mqget_seeds, "binary MQGET captures"),
-    Target("mq_headers", mq_headers_target, mq_headers_seeds, "MQ header chains (MQXQH, MQMDE, MQDLH, MQRFH2, MQH*) and segments"),
-    Target("cmi_records", cmi_records_target, cmi_records_seeds, "CMI attachment headers and record tables (FieldReader)"),
-    Target("sas_dataset", sas_dataset_target, functools.partial(_attachment_seeds, True), "SAS dataset attachments: layout and observations"),
-    Target("external_file", external_file_target, functools.partial(_attachment_seeds, False), "external file attachments"),
+    Target("mq_headers", mq_headers_target, mq_headers_seeds,
+           "MQ header chains (MQXQH, MQMDE, MQDLH, MQRFH2, MQH*) and segments"),
+    Target("cmi_records", cmi_records_target, cmi_records_seeds,
+           "CMI attachment headers and record tables (FieldReader)"),
+    Target("sas_dataset", sas_dataset_target, functools.partial(_attachment_seeds, True),
+           "SAS dataset attachments: layout and observations"),
+    Target("external_file", external_file_target, functools.partial(_attachment_seeds, False),
+           "external file attachments"),
     Target("rv", tibrv_target, lambda: sample_bytes(".rv"), "TIB/Rendezvous captures"),
     Target("mqtt", mqtt_target, lambda: sample_bytes(".mqtt"), "raw MQTT streams"),
     Target("pcap", pcap_target, pcap_seeds, "pcap/pcapng captures: MQTT and SAP DB over TCP"),

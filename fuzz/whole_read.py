@@ -733,7 +733,7 @@ def check(reads: Sequence[Read], clean: Optional[Clean]) -> List[Tuple[str, str]
     groups: Dict[Tuple[str, Optional[str]], Dict[str, Read]] = {}
     for r in reads:
         groups.setdefault((r.view, r.attachment), {})[r.mode] = r
-    for (view_name, key), by_mode in groups.items():
+    for (view_name, _attachment), by_mode in groups.items():
         found.extend(_modes_agree(by_mode))
         if view_name == "dataset":
             permissive, failfast = by_mode.get("permissive"), by_mode.get("failfast")
@@ -782,7 +782,8 @@ def _places_in_order(r: Read) -> List[Tuple[str, str]]:
             continue
         key, row = place
         if row <= last.get(key, -1):
-            return [(f"rows out of order or repeated ({r.name()})", f"attachment {key}: row {row} after row {last[key]}")]
+            return [(f"rows out of order or repeated ({r.name()})",
+                     f"attachment {key}: row {row} after row {last[key]}")]
         last[key] = row
     return []
 

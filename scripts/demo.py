@@ -32,7 +32,8 @@ def main() -> None:
     spark.read.format("cmi").option("dataset", "PROD.LEDGER").load(SAMPLES).show(truncate=False)
 
     print("== Variables (PROC CONTENTS) ==")
-    spark.read.format("cmi").option("view", "variables").load(os.path.join(SAMPLES, "mixed_types.dmp")).show(truncate=False)
+    variables = spark.read.format("cmi").option("view", "variables").load(os.path.join(SAMPLES, "mixed_types.dmp"))
+    variables.show(truncate=False)
 
     print("== The same kind of dataset over TIB/Rendezvous and MQTT (tibrv_capture.rv, mqtt_stream.mqtt) ==")
     spark.read.format("cmi").option("dataset", "RV.ORDERS").load(SAMPLES).show(5, truncate=False)

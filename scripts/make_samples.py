@@ -134,7 +134,8 @@ def daily_sales_table() -> pa.Table:
                         field("REGION", pa.string(), "Sales region", "$8.", sas_length=8),
                         field("AMOUNT", pa.float64(), "Net sales", "DOLLAR12.2"),
                         field("UNITS", pa.float64(), "Units sold", "8.")])
-    amount = [round(1000 + 250 * r + 2.5 * (day - days[0]).days + 300 * math.sin(2 * math.pi * (day.toordinal() % 7) / 7)
+    amount = [round(1000 + 250 * r + 2.5 * (day - days[0]).days
+                    + 300 * math.sin(2 * math.pi * (day.toordinal() % 7) / 7)
                     + (day.toordinal() * 37 + r * 11) % 101, 2) for day, r, _ in rows]
     return pa.table({"DAY": [day for day, _, _ in rows], "REGION": [region for _, _, region in rows],
                      "AMOUNT": amount, "UNITS": [float(int(a // 25)) for a in amount]}, schema=schema)

@@ -1,8 +1,13 @@
 """Shared fixtures: one local Spark session for the Spark tests, sample dumps on disk.
 
-The tests are split by layer: ``unit/`` needs no Spark (run it first: ``pytest spark_tests/unit``,
-about 30 s), ``spark/`` starts a local Spark session. A unit test that asks for the ``spark``
-fixture is refused, and every test that uses it is marked ``spark`` (``-m "not spark"``).
+The tests are split by layer, and marked by folder (``pytest_collection_modifyitems``; the
+markers are declared in pyproject.toml): ``unit/`` needs no Spark and is the fast stage of
+``make test`` (``pytest -m unit``, about a minute), ``spark/`` and ``s3/`` start a local Spark
+session (``s3/`` a moto server too), ``cluster/`` a standalone cluster. A test that runs a real
+broker or tcpdump (the fixtures of ``live.py``) is ``live``, and a test measured at more than
+about 20 s carries ``@pytest.mark.slow``: neither is ``unit``, so the fast stage stays fast,
+and ``pytest -m "not unit"`` runs them with the rest. A unit test that asks for the ``spark``
+fixture is refused, and every test that uses it is marked ``spark``.
 """
 from __future__ import annotations
 
@@ -12,20 +17,40 @@ import sys
 import tempfile
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No test asserts on wall-clock time (timings belong in bench/): Hypothesis's per-example deadline
+# and its data-generation speed check would fail a test on a loaded machine. The profile is loaded
+# here, before the test modules are imported, so that their own @settings inherit it.
+settings.register_profile("no-timing", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("no-timing")
 
 pytest_plugins = ("live",)  # the mosquitto and tcpdump fixtures
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "sample_queues")
-UNIT_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unit")
+TESTS = os.path.dirname(os.path.abspath(__file__))
+FOLDER_MARKERS = {"unit": ("unit",), "spark": ("spark",), "s3": ("spark",), "cluster": ("spark", "cluster")}
+LIVE_FIXTURES = {"broker", "capture_file", "loopback_capture"}  # live.py: mosquitto, tcpdump
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
-            if os.path.abspath(str(item.fspath)).startswith(UNIT_TESTS + os.sep):
+        folder = os.path.relpath(os.path.abspath(str(item.fspath)), TESTS).split(os.sep)[0]
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if folder not in FOLDER_MARKERS:
+            raise pytest.UsageError(f"{item.nodeid}: tests live in one of spark_tests/{{{','.join(FOLDER_MARKERS)}}}/")
+        if "spark" in fixtures:
+            if folder == "unit":
                 raise pytest.UsageError(f"{item.nodeid} needs Spark: it belongs in spark_tests/spark/")
             item.add_marker(pytest.mark.spark)
+        live = bool(fixtures & LIVE_FIXTURES)
+        if live:
+            item.add_marker(pytest.mark.live)
+        for marker in FOLDER_MARKERS[folder]:
+            if marker == "unit" and (live or item.get_closest_marker("slow")):
+                continue  # not in the fast stage: ``pytest -m "not unit"`` runs it
+            item.add_marker(getattr(pytest.mark, marker))
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """A real MQTT broker and a real capture for the tests: mosquitto on a free loopback port, tcpdump
-capturing loopback. `make test` (scripts/test_tools.sh) installs Debian's mosquitto, mosquitto-clients and tcpdump when they
-are missing; the fixtures fail without them, and skip (saying why) only where the machine does not
-permit capturing."""
+capturing loopback. `make test` (scripts/test_tools.sh) installs Debian's mosquitto,
+mosquitto-clients and tcpdump when they are missing; the fixtures fail without them, and skip
+(saying why) only where the machine does not permit capturing."""
 from __future__ import annotations
 
 import contextlib

@@ -75,7 +75,8 @@ def rfh2(d, payload):
     header = MQRFH2.pack({"struc_id": b"RFH ", "struc_length": MQRFH2.size + 4 + len(folder),
                           "encoding": d.encoding, "ccsid": d.ccsid, "format": d.format.encode("latin-1"),
                           "name_value_ccsid": 1208}, order_of(d))
-    return dataclasses.replace(d, format="MQHRF2  "), header + struct.pack(order_of(d) + "i", len(folder)) + folder + payload
+    wrapped = header + struct.pack(order_of(d) + "i", len(folder)) + folder + payload
+    return dataclasses.replace(d, format="MQHRF2  "), wrapped
 
 
 

@@ -27,7 +27,8 @@ def part(kind: int, buf: bytes, swap: int = FULL, arg_count: int = 1, size: int 
 
 
 def command_segment(parts, mess_type: int = 2, swap: int = FULL, kind: int = 1, with_info: bool = True,
-                    mass_cmd: bool = False, sqlmode: int = 1, producer: int = 1, segm_len=None, no_of_parts=None) -> bytes:
+                    mass_cmd: bool = False, sqlmode: int = 1, producer: int = 1, segm_len=None,
+                    no_of_parts=None) -> bytes:
     body = b"".join(parts)
     flags = bytes([0, 0, 0, int(with_info), int(mass_cmd), 0])
     header = (i4(40 + len(body) if segm_len is None else segm_len, swap) + i4(0, swap)

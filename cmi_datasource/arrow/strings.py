@@ -18,6 +18,22 @@ from ..charsets import CodePage
 from ..compiled import kernel
 
 
+class FieldUnicodeDecodeError(UnicodeDecodeError):
+    """Invalid UTF-8 in a character field: the row in ``.start``, the field's position in ``.field``."""
+
+    def __init__(self, data: bytes, row: int, field: int):
+        super().__init__("utf-8", data, row, row + 1, "invalid UTF-8")
+        self.field = field
+
+
+class ValueTooLongError(ValueError):
+    """A value longer than its field: the row in ``.row``."""
+
+    def __init__(self, message: str, row: int):
+        super().__init__(message)
+        self.row = row
+
+
 def _utf8_lead_bytes() -> np.ndarray:
     """Per lead byte: (continuation bytes that follow, lowest and highest allowed second byte),
     Unicode table 3-7 (no overlong forms, surrogates or code points past U+10FFFF); 0 follow
@@ -139,26 +155,28 @@ def string_fields(rows: np.ndarray, codepage: CodePage, offsets: Sequence[int],
     (rows, row length) uint8 matrix: trailing blanks and NULs trimmed, all-blank values null,
     single-byte code pages turned into UTF-8 through the code page's table.
 
-    Raises UnicodeDecodeError (with the row in ``.start`` and the field's position in
+    Raises FieldUnicodeDecodeError (with the row in ``.start`` and the field's position in
     ``.field``) when UTF-8 text is invalid.
     """
     rows = np.ascontiguousarray(rows, dtype=np.uint8)
     count = rows.shape[0]
-    offsets = np.asarray(offsets, dtype=np.int64)
-    widths = np.asarray(widths, dtype=np.int64)
-    if len(offsets) != len(widths) or ((offsets < 0) | (widths < 0) | (offsets + widths > rows.shape[1])).any():
-        raise ValueError(f"character fields {list(zip(offsets.tolist(), widths.tolist()))} (offset, width) "
+    field_starts = np.asarray(offsets, dtype=np.int64)
+    field_widths = np.asarray(widths, dtype=np.int64)
+    if len(field_starts) != len(field_widths) or ((field_starts < 0) | (field_widths < 0)
+                                                  | (field_starts + field_widths > rows.shape[1])).any():
+        raise ValueError(f"character fields {list(zip(field_starts.tolist(), field_widths.tolist()))} "
+                         "(offset, width) "
                          f"lie outside rows of {rows.shape[1]} bytes")
     expansion = 1 if codepage.is_utf8 else 4
-    sizes = count * widths * expansion
+    sizes = count * field_widths * expansion
     regions = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     out = np.empty(int(regions[-1]), dtype=np.uint8)
-    ends = np.empty((len(offsets), count + 1), dtype=np.int64)
+    ends = np.empty((len(field_starts), count + 1), dtype=np.int64)
     table = _NO_TABLE if codepage.is_utf8 else (codepage.utf8_bytes, codepage.utf8_length)
-    _trim_and_gather(rows.reshape(-1), rows.shape[1], count, offsets, widths, codepage.space, table[0], table[1],
-                     ends, out, regions)
+    _trim_and_gather(rows.reshape(-1), rows.shape[1], count, field_starts, field_widths, codepage.space,
+                     table[0], table[1], ends, out, regions)
     arrays = []
-    for j in range(len(offsets)):
+    for j in range(len(field_starts)):
         value_ends = ends[j]
         if value_ends[-1] >= 2 ** 31:
             raise OverflowError("more than 2 GiB of text in one batch; lower the batch size")
@@ -168,10 +186,7 @@ def string_fields(rows: np.ndarray, codepage: CodePage, offsets: Sequence[int],
         validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
         bad_row = _first_invalid_utf8(data, value_ends) if codepage.is_utf8 else -1
         if bad_row >= 0:
-            error = UnicodeDecodeError("utf-8", data[value_ends[bad_row]:value_ends[bad_row + 1]].tobytes(),
-                                       bad_row, bad_row + 1, "invalid UTF-8")
-            error.field = j
-            raise error
+            raise FieldUnicodeDecodeError(data[value_ends[bad_row]:value_ends[bad_row + 1]].tobytes(), bad_row, j)
         arrays.append(pa.StringArray.from_buffers(count, pa.py_buffer(value_ends.astype(np.int32)),
                                                   pa.py_buffer(data), validity, nulls))
     return arrays
@@ -185,7 +200,7 @@ def strings_from_fixed_width(rows: np.ndarray, codepage: CodePage) -> pa.Array:
 def fixed_width_from_strings(values: pa.Array, codepage: CodePage, width: int) -> np.ndarray:
     """(rows, width) matrix of blank-padded encoded values; nulls and "" become blanks.
 
-    Raises UnicodeEncodeError for characters the code page lacks and ValueError
+    Raises UnicodeEncodeError for characters the code page lacks and ValueTooLongError
     (with ``.row``) for a value longer than ``width`` bytes.
     """
     encoded = encode_strings(values, codepage)
@@ -195,9 +210,7 @@ def fixed_width_from_strings(values: pa.Array, codepage: CodePage, width: int) -
     lengths = np.diff(offsets)
     if rows and lengths.max(initial=0) > width:
         row = int(np.argmax(lengths > width))
-        err = ValueError(f"value of {int(lengths[row])} bytes does not fit in {width}")
-        err.row = row
-        raise err
+        raise ValueTooLongError(f"value of {int(lengths[row])} bytes does not fit in {width}", row)
     inside = np.arange(width) < lengths[:, None]
     matrix[inside] = data
     return matrix

@@ -24,7 +24,7 @@ from ..charsets import CharsetPolicy, CodePage, UnknownCcsid
 from ..encoding import integer_order
 from ..errors import CmiFormatError, IncompleteAttachmentError, UnsupportedEncodingError, message_number
 from ..messages import PhysicalMessage, UnjoinedMessage
-from .correl import (KEY, MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, count_correl_id, is_sequenced,
+from .correl import (KEY, ByteOrder, MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE, count_correl_id, is_sequenced,
                      sequence_number)
 from .header import AttachmentEntry, CmiHeader, parse_header
 from .wire import FieldReader, WireFormat
@@ -184,7 +184,7 @@ def _record_duplicates(dropped: Sequence[Tuple[PhysicalMessage, PhysicalMessage]
 
 
 def _choose_sequence_order(candidates: List[Tuple[bytes, PhysicalMessage]],
-                           expected: Optional[int]) -> str:
+                           expected: Optional[int]) -> ByteOrder:
     big = {sequence_number(c, "big") for c, _ in candidates}
     little = {sequence_number(c, "little") for c, _ in candidates}
     def is_one_to_expected(numbers) -> bool:  # without building 1..N from an untrusted N

@@ -6,6 +6,8 @@ written; a reader also accepts little-endian (``cmi/assembly.py`` decides per at
 """
 from __future__ import annotations
 
+from typing import Literal
+
 from ..layout import Field, Layout
 
 MSGTYPE_CMI_HEADER = 100000  # the attachment header message
@@ -38,6 +40,9 @@ def is_sequenced(correl_id: bytes) -> bool:
     return correl_id[SEQUENCE] != _ZERO_SEQUENCE and correl_id[TAIL] == _ZERO_TAIL
 
 
-def sequence_number(correl_id: bytes, order: str) -> int:
+ByteOrder = Literal["big", "little"]
+
+
+def sequence_number(correl_id: bytes, order: ByteOrder) -> int:
     """k of a sequenced message's CorrelId, read in byte order ``order`` ("big" or "little")."""
     return int.from_bytes(correl_id[SEQUENCE], order)

@@ -104,6 +104,8 @@ def _primitive(name: str) -> _Primitive:
         size = int(name[len("bytes"):])
         found = _PRIMITIVES[name] = _Primitive(lambda r, n: r.raw(size, n), lambda w, v: w.raw(v), bytes(size),
                                                lambda long_size, nul: size)
+    if found is None:
+        raise KeyError(f"no record primitive is named {name!r}")  # a table in this package names it wrongly
     return found
 
 
@@ -119,4 +121,4 @@ def write_record(writer: FieldWriter, table: RecordTable, values: Mapping[str, A
 
 def min_record_size(table: RecordTable, long_size: int, terminated: bool) -> int:
     """Fewest bytes one record can take: bounds declared counts before allocating."""
-    return sum(_primitive(primitive).smallest(long_size, int(terminated)) for primitive, _ in table)
+    return sum(_primitive(primitive).smallest(long_size, terminated) for primitive, _ in table)

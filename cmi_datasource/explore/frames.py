@@ -54,7 +54,7 @@ def to_pandas(data: Any, columns: Sequence[str], purpose: str = "this", max_rows
               ) -> "pd.DataFrame":
     """``columns`` of ``data`` (and at most ``max_rows`` rows) as a pandas DataFrame; dates and
     timestamps become pandas datetimes whatever the input, so callers see one kind of value."""
-    pd = _pandas()
+    _pandas()  # says how to install pandas before any conversion needs it
     require_columns(data, columns, purpose)
     columns = list(dict.fromkeys(columns))
     if is_spark(data):

@@ -72,7 +72,8 @@ def messages_over_time(messages: Any, attachments: Any = None, ax: Optional["Axe
     """The messages view on a timeline: one lane per attachment (named from the attachments
     view when given; an incomplete attachment's name in red), a dot per message at its put
     time. Messages without a put time are left out, and the title says how many."""
-    frame = to_pandas(messages, ["put_date", "put_time", "attachment", "role"], "messages_over_time (the messages view)")
+    frame = to_pandas(messages, ["put_date", "put_time", "attachment", "role"],
+                      "messages_over_time (the messages view)")
     frame["put"] = put_times(frame)
     frame["group"] = message_groups(frame, attachments)
     timed = frame.dropna(subset=["put"])
@@ -124,7 +125,7 @@ def message_sizes(messages: Any, attachments: Any = None, by: str = "attachment"
              else np.linspace(lengths.min(), lengths.max() + 1, bins + 1))
     order = list(dict.fromkeys(groups))
     ax = _axes(ax)
-    ax.hist([lengths[groups == g].to_numpy() for g in order], bins=edges, stacked=True, label=order)
+    ax.hist([lengths[groups == g].to_numpy() for g in order], bins=edges.tolist(), stacked=True, label=order)
     if logarithmic:
         ax.set_xscale("log")
     ax.set_xlabel("message length (bytes)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import io
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -122,7 +123,7 @@ def as_html(renderable: Any, width: int = 120) -> str:
     return console.export_html(inline_styles=True, code_format="<pre style=\"font-family:monospace\">{code}</pre>")
 
 
-class _Discard:
+class _Discard(io.StringIO):
     """A file that drops what is written: recording consoles keep their own copy."""
 
     def write(self, text: str) -> int:

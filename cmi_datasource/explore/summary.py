@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Iterable, List, Sequence, Union
 
 import pyarrow as pa
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..cmi.assembly import ROLE_OTHER
@@ -80,7 +80,8 @@ class CaptureSummary:
         return (f"{len(self.files)} file{'s' if len(self.files) != 1 else ''}: {files}\n"
                 f"{self.messages} messages{unclaimed}\n"
                 f"{rows} attachment{'s' if rows != 1 else ''}: {len(self.datasets)} data sets, "
-                f"{len(self.external_files)} external file{'s' if len(self.external_files) != 1 else ''}; {len(self.complete)} complete, "
+                f"{len(self.external_files)} external file{'s' if len(self.external_files) != 1 else ''}; "
+                f"{len(self.complete)} complete, "
                 f"{len(self.incomplete)} incomplete; "
                 + (f"{len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
                    if self.problems else "no problems"))
@@ -125,7 +126,7 @@ class CaptureSummary:
         return [not complete for complete in self.attachments.column("complete").to_pylist()]
 
     def __rich__(self) -> Group:
-        parts = [Text(self.headline()),
+        parts: List[RenderableType] = [Text(self.headline()),
                  rich_table(self.attachment_rows(), self._columns(), title="Attachments",
                             headers=_ATTACHMENT_HEADERS, marked_rows=self._marked(), max_chars=40)]
         if self.problems:  # a list, not a table: problems are sentences, which narrow columns break up

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..arrow.numbers import from_numpy
-from ..arrow.strings import string_fields
+from ..arrow.strings import FieldUnicodeDecodeError, string_fields
 from ..charsets import NOT_IN_CODE_PAGE, CodePage
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, min_record_size, read_record
 from ..cmi.stream import MessageStream
@@ -374,7 +374,7 @@ class ObservationDecoder:
             chosen = [self.layout.variables[i] for i in character]
             try:
                 arrays = string_fields(rows, self.codepage, [v.offset for v in chosen], [v.length for v in chosen])
-            except UnicodeDecodeError as e:
+            except FieldUnicodeDecodeError as e:
                 variable, row = chosen[e.field], first_row + e.start
                 raise ValueConversionError(
                     f"variable {variable.name}, observation {row + 1}: {e.object[:40]!r} is not valid "

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..arrow.strings import fixed_width_from_strings, max_encoded_length
+from ..arrow.strings import ValueTooLongError, fixed_width_from_strings, max_encoded_length
 from ..charsets import CodePage, not_encodable
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, write_record
 from ..cmi.wire import FieldWriter, WireFormat
@@ -316,7 +316,8 @@ def encode_observations(table: pa.Table, variables: Sequence[SasVariable], codep
             except UnicodeEncodeError as e:
                 raise not_encodable(f"column {variable.name!r}", e, codepage) from None
             except ValueError as e:
-                raise CmiEncodeError(f"column {variable.name}, row {getattr(e, 'row', '?')}: {e}") from None
+                row = e.row if isinstance(e, ValueTooLongError) else "?"
+                raise CmiEncodeError(f"column {variable.name}, row {row}: {e}") from None
     return rows.tobytes()
 
 

@@ -1,8 +1,8 @@
 """SAS numerics: truncated doubles in IEEE (either byte order) or S/390 hexadecimal float.
 
 Decoding reads one variable's bytes straight out of a (rows, row length) uint8 matrix of
-observations with a compiled kernel; encoding is vectorised with numpy. A stored value of ``width`` bytes is the high-order
-``width`` bytes of an 8-byte double (docs/spec/sas-records.md#numeric-values).
+observations with a compiled kernel; encoding is vectorised with numpy. A stored value of
+``width`` bytes is the high-order ``width`` bytes of an 8-byte double (docs/spec/sas-records.md#numeric-values).
 """
 from __future__ import annotations
 
@@ -56,15 +56,16 @@ def decode_number_fields(rows: np.ndarray, fmt: FloatFormat, offsets: Sequence[i
     """(values as native float64, missing mask), each (fields, rows), of the numeric fields at
     ``offsets`` (``widths`` bytes each) of a (rows, row length) uint8 matrix."""
     rows = np.ascontiguousarray(rows, dtype=np.uint8)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    widths = np.asarray(widths, dtype=np.int64)
-    if len(offsets) != len(widths) or ((offsets < 0) | (widths < 1) | (widths > 8)
-                                       | (offsets + widths > rows.shape[1])).any():
-        raise ValueError(f"numeric fields {list(zip(offsets.tolist(), widths.tolist()))} (offset, width) lie outside "
+    field_starts = np.asarray(offsets, dtype=np.int64)
+    field_widths = np.asarray(widths, dtype=np.int64)
+    if len(field_starts) != len(field_widths) or ((field_starts < 0) | (field_widths < 1) | (field_widths > 8)
+                                                  | (field_starts + field_widths > rows.shape[1])).any():
+        raise ValueError(f"numeric fields {list(zip(field_starts.tolist(), field_widths.tolist()))} "
+                         "(offset, width) lie outside "
                          f"rows of {rows.shape[1]} bytes or are not 1 to 8 bytes long")
-    bits = np.empty((len(offsets), rows.shape[0]), dtype=np.uint64)
-    nan = np.empty((len(offsets), rows.shape[0]), dtype=np.bool_)
-    _gather_fields(rows.reshape(-1), rows.shape[1], rows.shape[0], offsets, widths,
+    bits = np.empty((len(field_starts), rows.shape[0]), dtype=np.uint64)
+    nan = np.empty((len(field_starts), rows.shape[0]), dtype=np.bool_)
+    _gather_fields(rows.reshape(-1), rows.shape[1], rows.shape[0], field_starts, field_widths,
                    fmt is FloatFormat.IEEE_LITTLE, bits, nan)
     if fmt is FloatFormat.S390:
         return _decode_s390(bits)

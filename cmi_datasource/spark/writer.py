@@ -157,7 +157,8 @@ class CmiWriter(DataSourceArrowWriter):
         # Each attempt spills to a name of its own: a failed attempt's half-written spill may
         # remain until the job ends, and only the spills named in commit messages are read.
         path = storage.join(self.staging, f"part-{partition_id:05d}-attempt-{attempt}-{uuid.uuid4().hex[:8]}.arrow")
-        rows, lengths = 0, {}
+        rows = 0
+        lengths: Dict[str, int] = {}
         codepage = code_page(self.options.codec.ccsid)
         try:
             sink = storage.open_output(path) if storage.is_remote(path) else pa.OSFile(path, "wb")
@@ -213,9 +214,10 @@ class CmiWriter(DataSourceArrowWriter):
                         yield file_attachment(FileToWrite(name, content=content, lrecl=o.lrecl), self.options.codec)
 
     @reported
-    def commit(self, messages: List[Optional[CmiCommitMessage]]) -> None:
+    def commit(self, messages: List[Optional[WriterCommitMessage]]) -> None:
         o = self.options
-        parts = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
+        # Spark hands back what this writer's tasks returned: CmiCommitMessage, or None for a task that failed.
+        parts = sorted((m for m in messages if isinstance(m, CmiCommitMessage)), key=lambda m: m.partition_id)
         try:
             self._check_spills(parts)
             attachments = (self._dataset_attachments(parts) if o.kind == "dataset"
@@ -253,7 +255,7 @@ class CmiWriter(DataSourceArrowWriter):
                     f"nothing was committed; something removed files under {STAGING_DIR} while the job "
                     f"ran (a cleanup, or another job's overwrite by hand): write again")
 
-    def abort(self, messages: List[Optional[CmiCommitMessage]]) -> None:
+    def abort(self, messages: List[Optional[WriterCommitMessage]]) -> None:
         self._remove_staging()
         if storage.is_remote(self.options.directory):
             return  # a store's "folders" are key prefixes: one with no object left is gone

@@ -80,15 +80,6 @@ def main(config_path: str) -> None:
     # PYTHONPATH to the Python workers of a data source it discovers (pyspark_cmi), executors'
     # included, and on one machine that would put the checkout before the installed wheel there.
     sys.path.insert(0, config["checkout"])
-    timings = {}
-    started = time.monotonic()
-
-    def lap(name):
-        nonlocal started
-        now = time.monotonic()
-        timings[name] = round(now - started, 2)
-        started = now
-
     import cmi_datasource
     from pyspark.sql import SparkSession
 
@@ -115,11 +106,10 @@ def main(config_path: str) -> None:
         if time.monotonic() > deadline:
             raise SystemExit(f"only {len(sc.statusTracker().getExecutorInfos()) - 1} executors registered")
         time.sleep(0.2)
-    lap("session_and_executors")
     if config.get("register"):
         cmi_datasource.register(spark)  # else: discovery of the pyspark_cmi module
 
-    result = {"app_id": sc.applicationId, "timings": timings,
+    result = {"app_id": sc.applicationId,
               "executors": sorted(f"{e.host}:{e.port}" for e in sc.statusTracker().getExecutorInfos()),
               "driver": {"cmi_file": cmi_datasource.__file__, "tmp": tempfile.gettempdir(),
                          "pythonpath": os.environ.get("PYTHONPATH", ""),
@@ -129,25 +119,20 @@ def main(config_path: str) -> None:
                .option("minPartitions", config["min_partitions"]).load(config["capture"]))
     result["schema"] = [[f.name, f.dataType.simpleString(), f.metadata] for f in dataset.schema.fields]
     result["partitions"] = dataset.rdd.getNumPartitions()
-    lap("plan")
     result["rows"] = [list(r) for r in dataset.collect()]
-    lap("collect")
     # The same read, by a subclass that reports from inside each partition's read.
     spark.dataSource.register(reporting_source(config["reports"]))
     probed = (spark.read.format("cmi_probe").option("dataset", config["dataset"])
               .option("minPartitions", config["min_partitions"]).load(config["capture"]))
     result["probed_rows"] = probed.count()
-    result["reads"] = [json.load(open(os.path.join(config["reports"], n))) for n in sorted(os.listdir(config["reports"]))]
-    lap("read_with_reports")
+    result["reads"] = [json.load(open(os.path.join(config["reports"], n)))
+                       for n in sorted(os.listdir(config["reports"]))]
     attachments = spark.read.format("cmi").option("view", "attachments").load(config["capture"])
     result["attachments"] = [r.asDict() for r in attachments.select(
         "attachment", "kind", "name", "complete", "observations", "found_messages").collect()]
-    lap("attachments_view")
     dataset.write.format("cmi").mode("append").option("dataset", "WORK.CLUSTER").save(config["write_to"])
-    lap("write")
     result["driver"]["cache"] = cache_report()
     spark.stop()
-    lap("stop")
     with open(config["result"], "w") as f:
         json.dump(result, f)
 

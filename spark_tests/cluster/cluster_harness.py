@@ -343,6 +343,6 @@ def run_driver(script: Path, config: dict, env: Dict[str, str], log: Path, timeo
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
     if code != 0 or not result_path.exists():
-        why = "timed out" if code is None else f"exited with {code}"
+        why = f"hung (stopped after {timeout:.0f} s)" if code is None else f"exited with {code}"
         raise RuntimeError(f"the driver {why}:\n{tail(log, 80)}")
     return json.loads(result_path.read_text())

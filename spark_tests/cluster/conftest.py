@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,17 +22,6 @@ HERE = Path(__file__).resolve().parent
 DATASET = harness.CAPTURE_DATASET
 SALES_FILES = 5  # one attachment each, plus one spread over two files
 SAMPLES_TOO = ("mixed_types.dmp", "nightly_batch.dmp", "files.dmp")  # other attachments in the same load
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "cluster: starts a Spark standalone cluster on loopback (Java 17)")
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if Path(str(item.fspath)).resolve().parent == HERE:
-            item.add_marker(pytest.mark.spark)
-            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture(scope="session")
@@ -100,19 +88,18 @@ def cluster_run(standalone_cluster, executor_python, cluster_capture, tmp_path_f
               "capture": str(cluster_capture), "dataset": DATASET, "write_to": str(base / "written"),
               # A partition per LIB.SALES attachment: small attachments are otherwise packed together.
               "min_partitions": SALES_FILES + 1,
-              "driver_local_dir": str(base / "local"), "register": False, "checkout": str(harness.ROOT), "reports": str(base / "reports")}
+              "driver_local_dir": str(base / "local"), "register": False, "checkout": str(harness.ROOT),
+              "reports": str(base / "reports")}
     (base / "reports").mkdir()
     env = standalone_cluster.env(
         PYSPARK_PYTHON=str(executor_python),  # the executors' Python: cmi_datasource from the wheel
         SPARK_CONF_DIR=str(harness.ROOT / "conf"),  # the suite's quiet logging (spark.master is set)
         TMPDIR=str(driver_tmp), CMI_DATASOURCE_CACHE=str(base / "cmi-cache"))
-    started = time.monotonic()
     try:
         result = harness.run_driver(HERE / "cluster_driver.py", config, env, base / "driver.log", timeout=300)
     except RuntimeError as e:
         pytest.fail(f"{e}\n{standalone_cluster.log_tails()}")
     result["config"] = config
-    result["driver_seconds"] = round(time.monotonic() - started, 1)
     result["master_state"] = standalone_cluster.state()
     result["worker_states"] = {w.name: standalone_cluster.get_json(f"http://127.0.0.1:{w.ui_port}/json/")
                                for w in standalone_cluster.workers}

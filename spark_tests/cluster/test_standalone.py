@@ -120,8 +120,3 @@ def test_write_from_the_cluster_reads_back(cluster_run):
     back = Capture.open([str(written)], use_index_cache=False).dataset_table("WORK.CLUSTER")
     assert sorted_rows(zip(*(back.column(c).to_pylist() for c in back.column_names))) == \
         sorted_rows(cluster_run["rows"])
-
-
-def test_timing_fits_the_ci_budget(cluster_run):
-    print("cluster driver timings (s):", cluster_run["timings"], "total", cluster_run["driver_seconds"])
-    assert cluster_run["driver_seconds"] < 240, cluster_run["timings"]

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from .s3_helpers import (ACCESS_DENIED_ERRORS, DATA_BUCKET, DENIED_BUCKET, MISSING_BUCKET,
+from .s3_helpers import (ACCESS_DENIED_ERRORS, DENIED_BUCKET, MISSING_BUCKET,
                         MISSING_OBJECT_ERRORS, assert_storage_error)
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),

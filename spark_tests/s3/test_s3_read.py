@@ -23,7 +23,8 @@ def _rows(df, drop=("source",)):
 
 
 def _sales(spark, *paths):
-    return spark.read.format("cmi").option("dataset", "FIN.DAILY_SALES").load(list(paths) if len(paths) > 1 else paths[0])
+    return (spark.read.format("cmi").option("dataset", "FIN.DAILY_SALES")
+            .load(list(paths) if len(paths) > 1 else paths[0]))
 
 
 @pytest.fixture(scope="module")

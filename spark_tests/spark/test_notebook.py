@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 
 import pytest
 
@@ -17,8 +16,6 @@ from conftest import ROOT
 pytestmark = pytest.mark.spark
 
 NOTEBOOK = os.path.join(ROOT, "notebooks", "explore.ipynb")
-WHOLE_RUN_SECONDS = 60  # the bound for a CI run; a busy 2-core machine gets twice that
-BUSY_MACHINE_FACTOR = 2
 
 
 @pytest.fixture(scope="module")
@@ -28,12 +25,12 @@ def executed():
     from cmi_datasource.explore.run_notebook import execute
     with open(NOTEBOOK, "rb") as f:
         before = f.read()
-    started = time.monotonic()
-    notebook = execute(NOTEBOOK)  # raises CellExecutionError, with the cell and its traceback, on an error
-    elapsed = time.monotonic() - started
+    # Raises CellExecutionError, with the cell and its traceback, on an error; a cell that hangs
+    # is stopped by execute's per-cell timeout (CellTimeoutError). Its run time is not asserted here.
+    notebook = execute(NOTEBOOK)
     with open(NOTEBOOK, "rb") as f:
         assert f.read() == before, "running the notebook must not change the committed file"
-    return notebook, elapsed
+    return notebook
 
 
 def _outputs(notebook):
@@ -50,21 +47,20 @@ def _texts(notebook) -> str:
     return "\n".join(parts)
 
 
-def test_every_cell_ran_without_error_in_time(executed):
-    notebook, elapsed = executed
+def test_every_cell_ran_without_error(executed):
+    notebook = executed
     assert not [o for o in _outputs(notebook) if o.output_type == "error"]
     assert all(c.execution_count for c in notebook.cells if c.cell_type == "code")
-    assert elapsed < WHOLE_RUN_SECONDS * BUSY_MACHINE_FACTOR, f"the notebook took {elapsed:.0f} s"
 
 
 def test_it_shows_its_plots(executed):
-    notebook, _ = executed
+    notebook = executed
     images = [o for o in _outputs(notebook) if "image/png" in o.get("data", {})]
     assert len(images) >= 4  # completeness, the sales by month, messages over time, message sizes
 
 
 def test_it_tells_the_story_of_the_capture(executed):
-    notebook, _ = executed
+    notebook = executed
     text = _texts(notebook)
     # The summary and the attachments view: FIN.RETURNS incomplete, sequence 4 missing.
     assert "FIN.RETURNS" in text and "incomplete" in text and "missing [4]" in text

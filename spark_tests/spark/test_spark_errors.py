@@ -130,7 +130,8 @@ def test_a_schema_given_by_the_user_is_refused_unless_it_is_the_captures(spark, 
     path = os.path.join(samples_dir, "mixed_types.dmp")
     with pytest.raises(Exception) as raised:
         spark.read.format("cmi").schema("a int").load(path).collect()
-    assert "cmi_datasource.errors.CmiOptionError: the schema comes from the capture; drop .schema(...)" in str(raised.value)
+    assert ("cmi_datasource.errors.CmiOptionError: the schema comes from the capture; drop .schema(...)"
+            in str(raised.value))
     own = spark.read.format("cmi").load(path).schema
     assert spark.read.format("cmi").schema(own).load(path).count() == 6
 

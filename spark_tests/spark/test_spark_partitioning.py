@@ -21,7 +21,8 @@ def test_spark_splits_one_attachment(spark, big_dump):
     # At most 100000 bytes each, as many as a multiple of the cores; slices end at message
     # ends, so the last one may be a little short or long of the others.
     cores = os.cpu_count()
-    wanted = -(-(-(-observation_bytes // 100_000)) // cores) * cores
+    slices = -(-observation_bytes // 100_000)  # ceiling divisions
+    wanted = -(-slices // cores) * cores
     assert abs(df.rdd.getNumPartitions() - wanted) <= 1
     assert sorted(r["ID"] for r in df.collect()) == [float(i) for i in range(N)]
     four = spark.read.format("cmi").option("minPartitions", "4").load(big_dump)

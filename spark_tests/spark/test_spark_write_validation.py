@@ -137,8 +137,9 @@ def test_a_decimal_of_28_digits_is_refused_naming_column_value_and_row(spark, tm
     rows = [(D("1.5"),), (None,), (TWENTY_EIGHT_DIGITS,)]
     df = spark.createDataFrame(rows, StructType([StructField("amount", WIDE)])).coalesce(1)
     text = refused(df, tmp_path / "out")
-    assert (ENCODE_ERROR + "column 'amount', row 3 of spark_partition_id() 0: 1234567890123456789012345678.0000000000 has 28 "
-            "significant digits and a SAS number (a double) holds 15: set option lossyNumbers=true") in text
+    assert (ENCODE_ERROR + "column 'amount', row 3 of spark_partition_id() 0: "
+            "1234567890123456789012345678.0000000000 has 28 significant digits and a SAS number (a double) "
+            "holds 15: set option lossyNumbers=true") in text
 
 
 def test_lossy_numbers_writes_the_decimal_rounded(spark, tmp_path):
@@ -171,8 +172,8 @@ def test_longs_beyond_2_to_the_53_are_refused(spark, tmp_path, value, passes):
         assert sorted(r["n"] for r in spark.read.format("cmi").load(str(out)).collect()) == sorted([1.0, value])
     else:
         text = refused(df, out)
-        assert (ENCODE_ERROR + f"column 'n', row 2 of spark_partition_id() 0: {value} is beyond +-2**53 (9007199254740992)"
-                in text)
+        assert (ENCODE_ERROR + f"column 'n', row 2 of spark_partition_id() 0: {value} "
+                "is beyond +-2**53 (9007199254740992)" in text)
 
 
 # -- types ------------------------------------------------------------------------------------------

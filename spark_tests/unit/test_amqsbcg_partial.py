@@ -113,7 +113,8 @@ def test_a_message_cut_keeps_its_descriptor_and_the_rows_that_are_there(tmp_path
     rows = capture.messages_table().to_pylist()
     assert len(rows) == len(messages)
     cut = rows[number - 1]
-    assert cut["problem"] == f"amqsbcg shows a message of {len(payload)} bytes but its rows hold {held}: the file is cut"
+    assert cut["problem"] == (f"amqsbcg shows a message of {len(payload)} bytes but its rows hold {held}: "
+                              "the file is cut")
     assert cut["payload"] == payload[:held] and cut["length"] == held
     assert (cut["msg_type"], cut["correl_id"], cut["encoding"], cut["ccsid"]) == (
         mqmd.msg_type, mqmd.correl_id.hex().upper(), mqmd.encoding, mqmd.ccsid)

@@ -154,8 +154,8 @@ COMBOS = list(itertools.product([546, 273], [4, 8], [True, False], [True, False]
 
 
 @pytest.mark.parametrize("encoding,long_size,nul,seq_big", COMBOS,
-                         ids=[f"enc{e}-long{l}-{'nul' if n else 'nonul'}-seq{'BE' if s else 'LE'}"
-                              for e, l, n, s in COMBOS])
+                         ids=[f"enc{e}-long{size}-{'nul' if n else 'nonul'}-seq{'BE' if s else 'LE'}"
+                              for e, size, n, s in COMBOS])
 def test_every_wire_convention(tmp_path, encoding, long_size, nul, seq_big):
     enc = Encoder(encoding=encoding, long_size=long_size, nul=nul, seq_big_endian=seq_big)
     attachments, msgs = build(enc)

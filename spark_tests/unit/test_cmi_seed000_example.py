@@ -68,7 +68,9 @@ def seq_cid(k: int) -> bytes:
 
 
 def physical_messages(attachment_type: int, nul: bool):
-    rec = lambda r: be32(len(r)) + r      # long length + record
+    def rec(r: bytes) -> bytes:
+        return be32(len(r)) + r  # long length + record
+
     return [
         (100000, HEADER_CID, header_payload(attachment_type, nul)),
         (100001, MSG_CID, APP_MESSAGE),

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import cmi_datasource
-from cmi_datasource.errors import (AttachmentError, CmiFormatError, CmiOptionError, DatasetLayoutError,
+from cmi_datasource.errors import (CmiFormatError, CmiOptionError, DatasetLayoutError,
                                    DumpSyntaxError, IncompleteAttachmentError, TruncatedError,
                                    ValueConversionError)
 
@@ -200,7 +200,8 @@ def test_file_cut_inside_a_line(tmp_path):
     cut = text.index("\nX ", start) + 1 + 7
     path = write(tmp_path, text[:cut])
     error, _ = check_modes(path, rows_sent()[:35], DumpSyntaxError,
-                           [[f"sequence {last_obs}", "not an even run of hex digits", "observations 36 to 40 lost (5)"]])
+                           [[f"sequence {last_obs}", "not an even run of hex digits",
+                             "observations 36 to 40 lost (5)"]])
     assert error.attachment == KEY_HEX and error.sequence == last_obs and error.offset == cut - 7
 
 
@@ -252,7 +253,8 @@ def test_observation_length_shorter_than_the_variables(tmp_path):
     permissive = read(path, "PERMISSIVE")  # no schema can be known: the report alone
     assert permissive.column_names == ["_corrupt_record"] and permissive.num_rows == 1
     [text] = reports(permissive)
-    assert "definitions cannot be read" in text and "observation length is 15" in text and f"attachment {KEY_HEX}" in text
+    assert "definitions cannot be read" in text and "observation length is 15" in text
+    assert f"attachment {KEY_HEX}" in text
     with pytest.raises(DatasetLayoutError, match="nothing can be trusted"):
         read(path, "DROPMALFORMED")
 

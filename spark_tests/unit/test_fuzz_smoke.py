@@ -40,6 +40,7 @@ def _smoke(tmp_path, targets):
     return json.loads(report.read_text()), done
 
 
+@pytest.mark.slow  # about 45 s on 2 cores (pytest --durations): out of the fast stage
 def test_every_fuzz_harness_runs_briefly_without_finding_a_bug(tmp_path):
     results, done = _smoke(tmp_path, PARSER_TARGETS)
     assert [r["target"] for r in results] == PARSER_TARGETS

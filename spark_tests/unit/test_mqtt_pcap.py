@@ -78,8 +78,8 @@ def test_segments_out_of_order_retransmitted_and_several_connections(tmp_path):
 
 def test_a_tcp_hole_ends_the_stream_and_says_so(tmp_path):
     c = mqtt5_conversation()
-    client_data = [i for i, f in enumerate(c.frames)
-                   if dpkt.ethernet.Ethernet(f).data.data.sport == CLIENT[1] and dpkt.ethernet.Ethernet(f).data.data.data]
+    segments = [dpkt.ethernet.Ethernet(f).data.data for f in c.frames]
+    client_data = [i for i, tcp in enumerate(segments) if tcp.sport == CLIENT[1] and tcp.data]
     lost = client_data[8]  # a segment of the client's stream, in the middle of the attachment
     frames = c.frames[:lost] + c.frames[lost + 1:]
     capture = Capture.open(write_pcap(tmp_path / "hole.pcap", frames))

@@ -122,7 +122,8 @@ def test_every_segment_kind(tmp_path, kind, name, variant):
     [row] = rows_of(stream_file(tmp_path, rte(REQUEST if variant == "command" else REPLY, packet([segment]))))
     assert row["segment_kind"] == name
     if variant == "command":
-        assert (row["mess_type"], row["sqlmode"], row["mass_cmd"], row["returncode"]) == ("execute", "oracle", True, None)
+        assert ((row["mess_type"], row["sqlmode"], row["mass_cmd"], row["returncode"])
+                == ("execute", "oracle", True, None))
     else:
         assert (row["returncode"], row["sqlstate"], row["mess_type"]) == (100, "02000", None)
 
@@ -208,7 +209,8 @@ def test_unicode_sessions_read_texts_and_dates_as_ucs2_in_their_order(tmp_path):
 
 def test_a_mass_fetch_data_part_holds_arg_count_records(tmp_path):
     shortinfo = param_info(1, 0, 5, 4, 1) + param_info(1, 2, 2, 3, 5)
-    records = _field("00 C1 10 00") + b" ab" + _field("00 C2 20 00") + _field("FF 00 00") + _field("00 C3 30 00") + b" cd"
+    records = (_field("00 C1 10 00") + b" ab" + _field("00 C2 20 00") + _field("FF 00 00")
+               + _field("00 C3 30 00") + b" cd")
     reply = packet([return_segment([part(14, shortinfo, arg_count=2), part(5, records, arg_count=3)],
                                    function_code=1208)])
     rows = rows_of(stream_file(tmp_path, rte(REPLY, reply)))
@@ -470,7 +472,8 @@ def test_texts_by_session_and_column_code(tmp_path):
 
 def test_packets_of_no_segments_and_data_with_no_outputs_keep_a_row(tmp_path):
     empty = packet([])
-    no_outputs = packet([return_segment([part(14, param_info(0, 0, 10, 7, 1)), part(5, _field("00 C1 10 00 00 00 00"))])])
+    no_outputs = packet([return_segment([part(14, param_info(0, 0, 10, 7, 1)),
+                                         part(5, _field("00 C1 10 00 00 00 00"))])])
     rows = rows_of(stream_file(tmp_path, rte(REQUEST, empty), rte(REPLY, no_outputs)))
     assert (rows[0]["packet"], rows[0]["segment"], rows[0]["problem"]) == (1, None, None)
     assert rows[-1]["values"] is None and "names no outputs" in rows[-1]["problem"]

@@ -109,9 +109,11 @@ CASES = {
     "crash: a VAR length past the row (segfault)": (
         patched(*CRASH), RvCmiError, VAR, payload_offset(VAR, 27), "character variable 2 length 1310726"),
     "struct.error: FDC size of an unknown type": (
-        patched(*STRUCTERR), RvCmiError, FDC, payload_offset(FDC, 2), "FDC field 2 (type 214, 4 bytes) is not an integer"),
+        patched(*STRUCTERR), RvCmiError, FDC, payload_offset(FDC, 2),
+        "FDC field 2 (type 214, 4 bytes) is not an integer"),
     "ValueError: HDR version of an unknown type": (
-        patched(*VALUEERR), RvCmiError, HDR, payload_offset(HDR, 25), "HDR field 25 (type 51, 4 bytes) is not an integer"),
+        patched(*VALUEERR), RvCmiError, HDR, payload_offset(HDR, 25),
+        "HDR field 25 (type 51, 4 bytes) is not an integer"),
     # -- MemoryError: DAT's observation length sized the rows (np.empty(count * obs_length)) ----------
     "MemoryError: a 2 GB observation length": (
         patched({field(DAT, 9).data_offset: struct.pack(">i", 0x7F000016)}), RvCmiError, DAT, payload_offset(DAT, 9),

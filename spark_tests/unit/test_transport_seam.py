@@ -56,11 +56,12 @@ class ToyFormat(CaptureFormat):
     def write(self, out, messages, *, comments=(), deterministic=False, **format_options) -> int:
         out.write(TOY_MAGIC)
         count = 0
-        for count, m in enumerate(messages, start=1):
+        for m in messages:
             d = m.descriptor
             out.write(TOY_RECORD.pack({"msg_type": d.msg_type, "correl_id": d.correl_id, "encoding": d.encoding,
                                        "ccsid": d.ccsid, "length": len(m.payload)}, BIG))
             out.write(m.payload)
+            count += 1
         return count
 
 

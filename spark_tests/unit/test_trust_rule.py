@@ -106,7 +106,8 @@ def damaged_capture(tmp_path, carrier: str, msgs: List[Message], observations: L
         garbled.add(target)
     elif fault == "conflicting":
         original = msgs[target]
-        msgs.append(Message(original.msgtype, original.correlid, original.payload[:-1] + bytes([original.payload[-1] ^ 1]),
+        flipped = original.payload[:-1] + bytes([original.payload[-1] ^ 1])
+        msgs.append(Message(original.msgtype, original.correlid, flipped,
                             original.encoding, original.ccsid, b"AMQ COPY" + bytes(16)))
     elif fault == "identical":
         msgs.append(msgs[target])

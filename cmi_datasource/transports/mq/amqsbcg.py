@@ -398,7 +398,8 @@ def _start_of_last_message(data: bytes) -> int:
 READ_CHUNK_BYTES = 16 << 20  # small enough to keep several threads busy
 
 
-def read_browse(path: str, chunk_bytes: int = READ_CHUNK_BYTES, keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
+def read_browse(path: str, chunk_bytes: int = READ_CHUNK_BYTES,
+                keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
     """Physical messages of an amqsbcg output file (plain or compressed), each through ``keep``,
     read in chunks parsed on several threads (``parse_in_chunks``)."""
     return parse_in_chunks(path, chunk_bytes, _start_of_last_message, parse_browse, keep)

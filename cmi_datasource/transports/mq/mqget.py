@@ -190,8 +190,9 @@ def salvage(data: bytes, source: str, index: int, start: int) -> Optional[MQMD]:
 def write_capture(out: BinaryIO, messages: Iterable[Tuple[MQMD, bytes]], order: str = LITTLE,
                   codec: str = "latin-1") -> int:
     count = 0
-    for count, (descriptor, payload) in enumerate(messages, start=1):
+    for descriptor, payload in messages:
         out.write(descriptor_to_bytes(descriptor, order, codec))
         out.write(DATA_LENGTH.pack({"data_length": len(payload)}, BIG))
         out.write(payload)
+        count += 1
     return count

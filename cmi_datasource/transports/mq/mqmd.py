@@ -1,15 +1,16 @@
 """The MQ message descriptor (MQMD), as one field table.
 
-The table carries, per field: the MQMD name (snake case), struct code, default,
-whether it is a character field, and the 3-letter attribute code the dmpmqmsg
-text dump uses for it. The binary layout, the ``MQMD`` class and the dump
-reader/writer are all derived from this one table.
+The table is the ``MQMD`` dataclass: per field, its name (snake case) and Python type, and in
+its metadata the struct code, default, kind (number, characters, bytes), the 3-letter
+attribute code the dmpmqmsg text dump uses for it, amqsbcg's name and the MQMD version that
+introduced it. ``MQMD_FIELDS``, the binary layouts and the dump readers/writers are all
+derived from this one table.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ...layout import Field, Layout
 
@@ -27,51 +28,61 @@ class MqmdField:
     version: int = 1  # MQMD version that introduced the field
 
 
-def _text(name, size, dump_code, browse_name, version=1):
-    return MqmdField(name, f"{size}s", " " * size, dump_code, "text", browse_name, version)
+def _field(code: str, default: object, dump_code: Optional[str], kind: str, browse_name: str, version: int = 1) -> Any:
+    """One row of the table: a dataclass field of ``MQMD`` whose metadata is the rest of the row.
+    Typed ``Any`` so that each annotation of ``MQMD`` states its field's type."""
+    return dataclasses.field(default=default, metadata={"mqmd": (code, default, dump_code, kind, browse_name, version)})
 
 
-def _hex(name, size, dump_code, browse_name, version=1):
-    return MqmdField(name, f"{size}s", bytes(size), dump_code, "hex", browse_name, version)
+def _text(size: int, dump_code: str, browse_name: str, version: int = 1) -> Any:
+    return _field(f"{size}s", " " * size, dump_code, "text", browse_name, version)
 
 
-def _int(name, default, dump_code, browse_name, version=1):
-    return MqmdField(name, "i", default, dump_code, "int", browse_name, version)
+def _hex(size: int, dump_code: str, browse_name: str, version: int = 1) -> Any:
+    return _field(f"{size}s", bytes(size), dump_code, "hex", browse_name, version)
 
 
-MQMD_FIELDS: Tuple[MqmdField, ...] = (
-    MqmdField("struc_id", "4s", "MD  ", None, "text", "StrucId"),
-    _int("version", 1, "VER", "Version"),
-    _int("report", 0, "RPT", "Report"),
-    _int("msg_type", 8, "MST", "MsgType"),  # MQMT_DATAGRAM
-    _int("expiry", -1, "EXP", "Expiry"),  # MQEI_UNLIMITED
-    _int("feedback", 0, "FDB", "Feedback"),
-    _int("encoding", 546, "ENC", "Encoding"),  # MQENC_NATIVE on x86
-    _int("ccsid", 0, "CCS", "CodedCharSetId"),  # MQCCSI_Q_MGR
-    _text("format", 8, "FMT", "Format"),
-    _int("priority", -1, "PRI", "Priority"),
-    _int("persistence", 2, "PER", "Persistence"),
-    _hex("msg_id", 24, "MSI", "MsgId"),
-    _hex("correl_id", 24, "COI", "CorrelId"),
-    _int("backout_count", 0, "BOC", "BackoutCount"),
-    _text("reply_to_q", 48, "RTQ", "ReplyToQ"),
-    _text("reply_to_qmgr", 48, "RTM", "ReplyToQMgr"),
-    _text("user_identifier", 12, "USR", "UserIdentifier"),
-    _hex("accounting_token", 32, "ACC", "AccountingToken"),
+def _int(default: int, dump_code: str, browse_name: str, version: int = 1) -> Any:
+    return _field("i", default, dump_code, "int", browse_name, version)
+
+
+@dataclass(frozen=True)
+class MQMD:
+    """An MQMD's fields: ints as int, character fields as str, ids as bytes."""
+    struc_id: str = _field("4s", "MD  ", None, "text", "StrucId")
+    version: int = _int(1, "VER", "Version")
+    report: int = _int(0, "RPT", "Report")
+    msg_type: int = _int(8, "MST", "MsgType")  # MQMT_DATAGRAM
+    expiry: int = _int(-1, "EXP", "Expiry")  # MQEI_UNLIMITED
+    feedback: int = _int(0, "FDB", "Feedback")
+    encoding: int = _int(546, "ENC", "Encoding")  # MQENC_NATIVE on x86
+    ccsid: int = _int(0, "CCS", "CodedCharSetId")  # MQCCSI_Q_MGR
+    format: str = _text(8, "FMT", "Format")
+    priority: int = _int(-1, "PRI", "Priority")
+    persistence: int = _int(2, "PER", "Persistence")
+    msg_id: bytes = _hex(24, "MSI", "MsgId")
+    correl_id: bytes = _hex(24, "COI", "CorrelId")
+    backout_count: int = _int(0, "BOC", "BackoutCount")
+    reply_to_q: str = _text(48, "RTQ", "ReplyToQ")
+    reply_to_qmgr: str = _text(48, "RTM", "ReplyToQMgr")
+    user_identifier: str = _text(12, "USR", "UserIdentifier")
+    accounting_token: bytes = _hex(32, "ACC", "AccountingToken")
     # ApplIdentityData and ApplOriginData are characters in MQ, but dmpmqmsg dumps them
     # in hex (AIX/AOX) unless -dc is given (AID/AOD); we keep their raw bytes.
-    MqmdField("appl_identity_data", "32s", b" " * 32, "AIX", "hex", "ApplIdentityData"),
-    _int("put_appl_type", 0, "PAT", "PutApplType"),
-    _text("put_appl_name", 28, "PAN", "PutApplName"),
-    _text("put_date", 8, "PTD", "PutDate"),
-    _text("put_time", 8, "PTT", "PutTime"),
-    MqmdField("appl_origin_data", "4s", b" " * 4, "AOX", "hex", "ApplOriginData"),
-    _hex("group_id", 24, "GRP", "GroupId", version=2),
-    _int("msg_seq_number", 1, "MSQ", "MsgSeqNumber", version=2),
-    _int("offset", 0, "OFF", "Offset", version=2),
-    _int("msg_flags", 0, "MSF", "MsgFlags", version=2),
-    _int("original_length", -1, "ORL", "OriginalLength", version=2),
-)
+    appl_identity_data: bytes = _field("32s", b" " * 32, "AIX", "hex", "ApplIdentityData")
+    put_appl_type: int = _int(0, "PAT", "PutApplType")
+    put_appl_name: str = _text(28, "PAN", "PutApplName")
+    put_date: str = _text(8, "PTD", "PutDate")
+    put_time: str = _text(8, "PTT", "PutTime")
+    appl_origin_data: bytes = _field("4s", b" " * 4, "AOX", "hex", "ApplOriginData")
+    group_id: bytes = _hex(24, "GRP", "GroupId", version=2)
+    msg_seq_number: int = _int(1, "MSQ", "MsgSeqNumber", version=2)
+    offset: int = _int(0, "OFF", "Offset", version=2)
+    msg_flags: int = _int(0, "MSF", "MsgFlags", version=2)
+    original_length: int = _int(-1, "ORL", "OriginalLength", version=2)
+
+
+MQMD_FIELDS: Tuple[MqmdField, ...] = tuple(MqmdField(f.name, *f.metadata["mqmd"]) for f in dataclasses.fields(MQMD))
 
 MQMD_V1 = Layout("MQMD v1", (Field(f.name, f.code, f.default, f.kind == "text")
                              for f in MQMD_FIELDS if f.version == 1))
@@ -92,14 +103,6 @@ MQMF_MSG_IN_GROUP = 0x08
 MQMF_LAST_MSG_IN_GROUP = 0x10
 
 MQLONG_MIN, MQLONG_MAX = -(1 << 31), (1 << 31) - 1  # every MQMD number is an MQLONG (4 bytes, signed)
-MQMD = dataclasses.make_dataclass(
-    "MQMD",
-    [(f.name, object, dataclasses.field(default=f.default)) for f in MQMD_FIELDS],
-    frozen=True,
-    namespace={"__doc__": "An MQMD's fields: ints as int, character fields as str, ids as bytes."},
-)
-MQMD.__module__ = __name__  # so descriptors pickle (make_dataclass would leave "types")
-
 MQMD_STRUC_ID = "MD  "
 
 

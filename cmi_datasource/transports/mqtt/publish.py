@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 import time
 import uuid
-from typing import BinaryIO, Iterable, Tuple
+from typing import BinaryIO, Dict, Iterable, Tuple
 
 from ...errors import CmiError, CmiOptionError
 from ...messages import OutgoingMessage
@@ -42,8 +42,14 @@ def publish(messages: Iterable[OutgoingMessage], broker: str, topic: str, client
     host, port = parse_broker(broker)
     client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id or f"cmi-{uuid.uuid4().hex[:12]}",
                          protocol=mqtt.MQTTv5)
-    connected = {}
-    client.on_connect = lambda c, userdata, flags, reason, props: connected.setdefault("reason", reason)
+    from paho.mqtt.reasoncodes import ReasonCode
+
+    connected: Dict[str, ReasonCode] = {}
+
+    def on_connect(client, userdata, flags, reason: ReasonCode, properties) -> None:
+        connected.setdefault("reason", reason)
+
+    client.on_connect = on_connect
     try:
         client.connect(host, port, keepalive=KEEP_ALIVE)
     except OSError as e:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 from ...errors import CmiFormatError, KeptError, Location, TruncatedError
 from ...messages import Descriptor, PhysicalMessage
@@ -155,7 +155,7 @@ def framed(data: bytes, pos: int = 0) -> Iterator[packets.Packet]:
     zero bytes (2-byte packets of reserved type 0, refused), only the last packet is framed."""
     while pos < len(data):
         if data.startswith(b"\0\0", pos):
-            pos += (_ZERO_BYTES.match(data, pos).end() - pos >> 1) * 2 - 2
+            pos += (_zeros_from(data, pos) >> 1) * 2 - 2
         try:
             packet = packets.frame_packet(data, pos)
         except CmiFormatError:
@@ -203,7 +203,7 @@ def stream_messages(data: bytes, source: str, base_offset: int = 0, first_index:
             return
         # Zero bytes frame as 2-byte packets of reserved type 0: a stretch of them is framed at
         # once (a GiB of zeros would otherwise be half a billion packets read one by one).
-        packets_here = _ZERO_BYTES.match(data, pos).end() - pos >> 1 if data.startswith(b"\0\0", pos) else 1
+        packets_here = _zeros_from(data, pos) >> 1 if data.startswith(b"\0\0", pos) else 1
         message = packet_message(data, packet, session, aliases, source, index, base_offset, rereading)
         pos = packet.end + 2 * (packets_here - 1)
         if run is not None and run.takes(message):
@@ -225,6 +225,13 @@ def stream_messages(data: bytes, source: str, base_offset: int = 0, first_index:
 
 
 _ZERO_BYTES = re.compile(rb"\x00*")
+
+
+def _zeros_from(data: bytes, pos: int) -> int:
+    """How many zero bytes run from ``pos`` (``_ZERO_BYTES`` matches anywhere, if only empty)."""
+    run = _ZERO_BYTES.match(data, pos)
+    assert run is not None
+    return run.end() - pos
 
 
 class _RefusedRun:

@@ -65,7 +65,8 @@ class MqttStreamFormat(CaptureFormat):
                   keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
         # In pieces of whole packets, in order: the version (its CONNECT, or what packets told) and
         # the topic aliases of one piece hold in the next.
-        session, aliases = Session(), {}
+        session = Session()
+        aliases: Dict[int, str] = {}
 
         def parse(data: bytes, source: str, base: int, index: int, stop: int) -> Iterator[PhysicalMessage]:
             piece = data if stop == len(data) else data[:stop]
@@ -158,7 +159,8 @@ class MqttTransport(Transport):
         details = message.details
         if not isinstance(details, MqttDetails):
             return {}
-        row = {"mqtt_type": details.packet_type, "client_id": details.client_id, "topic": details.topic,
+        row: Dict[str, object] = {
+               "mqtt_type": details.packet_type, "client_id": details.client_id, "topic": details.topic,
                "qos": details.qos, "dup": details.dup, "retain": details.retain, "packet_id": details.packet_id,
                "mqtt_version": details.version, "mqtt_properties": list(details.properties),
                "connection": details.connection, "direction": details.direction, "frame": details.frame}

@@ -93,7 +93,8 @@ def read_rte_packets(data, where: Location, base: int = 0) -> Iterator[RtePacket
     while at < len(data):
         order = header_order(data, at)
         if order is None:
-            yield _broken(data, base, at, f"no RTE header at stream byte {base + at}: {bytes(data[at:at + 8]).hex(' ')}")
+            yield _broken(data, base, at,
+                          f"no RTE header at stream byte {base + at}: {bytes(data[at:at + 8]).hex(' ')}")
             return
         first = RTE_HEADER.unpack(data, at, order)
         bodies, start, frames = [], at, 0
@@ -103,7 +104,8 @@ def read_rte_packets(data, where: Location, base: int = 0) -> Iterator[RtePacket
             end = at + header["act_send_len"]
             if end > len(data):
                 yield _broken(data, base, start, f"RTE frame at stream byte {base + at} declares "
-                                                  f"{header['act_send_len']} bytes; {len(data) - at} remain", first, order)
+                                                  f"{header['act_send_len']} bytes; {len(data) - at} remain",
+                              first, order)
                 return
             bodies.append(bytes(data[at + RTE_HEADER.size:end]))
             at = end

@@ -289,7 +289,8 @@ def _data_fields(plan: FieldPlan, part: Part, entries: List[ParamInfo], mess_cod
         return None, f"the statement's shortinfo names no {'outputs' if reply else 'inputs'} to read it by"
     broken = [e for e in entries if e.bufpos < 1 or e.in_out_len < 1]
     if broken:
-        return None, f"shortinfo entry with bufpos {broken[0].bufpos}, in_out_len {broken[0].in_out_len} locates nothing"
+        return None, (f"shortinfo entry with bufpos {broken[0].bufpos}, in_out_len {broken[0].in_out_len} "
+                      "locates nothing")
     record = max(e.bufpos - 1 + e.in_out_len for e in entries)
     if sum(e.in_out_len for e in entries) > record:  # fields never share bytes: this shortinfo is not one
         return None, f"the shortinfo's {len(entries)} fields overlap in a record of {record} bytes"

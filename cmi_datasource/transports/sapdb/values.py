@@ -11,8 +11,9 @@ a negative one, its digits the ten's complement of the absolute value's (9 - d f
 before the last non-zero one, 10 - d for that one, zeros after it). FIXED(n, m) is written with
 its m decimals (more, when the value holds more digits than declared: nothing is cut), FLOAT as
 a plain decimal with no exponent and no trailing zeros. Date, time and timestamp fields are the
-text the kernel sent (UCS-2 when their defined byte is 0x01, as in unicode sessions) (internal format "YYYYMMDD", "00HHMMSS", "YYYYMMDDHHMMSSmmmmmm", or the
-session's ISO/USA/EUR form); character fields keep their padding; byte fields are upper-case hex.
+text the kernel sent (UCS-2 when their defined byte is 0x01, as in unicode sessions) (internal
+format "YYYYMMDD", "00HHMMSS", "YYYYMMDDHHMMSSmmmmmm", or the session's ISO/USA/EUR form);
+character fields keep their padding; byte fields are upper-case hex.
 """
 from __future__ import annotations
 

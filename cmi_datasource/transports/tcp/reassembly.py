@@ -96,9 +96,10 @@ class Direction:
         """The first frame whose bytes still wait here (a hole before them), else None: what this
         direction may yet give can start no earlier. With bytes waiting, the last frame handed on
         counts too (a gap is reported there)."""
-        if not self._early:
+        earliest = self._early_frames.lowest() if self._early else None
+        if earliest is None:
             return None
-        return min(self._early_frames.lowest(), (self.last_frame or NO_FRAME).number)
+        return min(earliest, (self.last_frame or NO_FRAME).number)
 
     def _keep(self, at: int, data: bytes, frame: Frame) -> None:
         heapq.heappush(self._early, (at, frame.number, data, frame))

@@ -44,8 +44,9 @@ def _hdr(header: CmiHeader, codepage) -> bytes:
     fields = [_string("HDR", 1, _BLANK24), field_bytes("HDR", 2, UINT, struct.pack(">I", header.original_msg_type)),
               _string("HDR", 3, _BLANK24), _string("HDR", 4, _BLANK24), _int("HDR", 5, len(header.attachments))]
     for n, e in enumerate(header.attachments):
-        values = {"attachment_type": e.attachment_type, "correl_id": _BLANK24, "qualifier1": codepage.encode(e.qualifier1),
-                  "qualifier2": codepage.encode(e.qualifier2), "description": codepage.encode(e.description),
+        values = {"attachment_type": e.attachment_type, "correl_id": _BLANK24,
+                  "qualifier1": codepage.encode(e.qualifier1), "qualifier2": codepage.encode(e.qualifier2),
+                  "description": codepage.encode(e.description),
                   "minor_version": e.minor_version, "major_version": e.major_version}
         fid = 6 + 10 * n
         for i, name in enumerate(HDR_ENTRY):
@@ -172,7 +173,8 @@ def _ato_messages(rows: np.ndarray, numeric, lengths, obs_length: int) -> Iterat
     lengths_a = np.asarray(lengths, dtype=np.int64)
     offsets = (np.cumsum(lengths_a) - lengths_a).astype(np.int64)
     numeric_a = np.asarray(numeric, dtype=np.bool_)
-    per_row = int(sum(31 if n else 27 + l for n, l in zip(numeric, lengths)))  # bytes of a row's fields, at most
+    # Bytes of a row's fields, at most.
+    per_row = int(sum(31 if n else 27 + length for n, length in zip(numeric, lengths)))
     step = max(1, min(OBSERVATION_FIELD_BYTES // per_row, (MAX_FIELD_ID - 3) // (2 * nvars)))
     for first in range(0, count, step):
         chunk = min(step, count - first)
@@ -306,8 +308,9 @@ def _file_records(att: _Attachment, wire: WireFormat, final: bool) -> Iterator[b
 
 def write_rv(out: BinaryIO, messages: Iterable[OutgoingMessage]) -> int:
     count = 0
-    for count, rv in enumerate(rv_messages(messages), start=1):
+    for rv in rv_messages(messages):
         out.write(rv)
+        count += 1
     return count
 
 
