@@ -48,6 +48,7 @@ def register(spark) -> None:
     spark.dataSource.register(CmiDataSource)
 
 
-__all__ = ["read", "read_batches", "Capture", "register", "CmiError", "CmiFormatError", "CmiOptionError", "DumpSyntaxError",
+__all__ = ["__version__", "read", "read_batches", "Capture", "register", "CmiError", "CmiFormatError", "CmiOptionError",
+           "DumpSyntaxError",
            "TruncatedError", "AttachmentError", "IncompleteAttachmentError", "DatasetLayoutError",
            "UnknownCaptureFormatError", "ValueConversionError"]

@@ -87,7 +87,8 @@ LS_COLUMNS = pa.schema([("name", pa.string()), ("kind", pa.string()), ("complete
                         ("problem", pa.string()), ("source", pa.string())])
 
 
-@cli.command("ls", short_help="List the attachments of a capture.", epilog=_examples("cmi ls sample_queues/nightly_batch.dmp",
+@cli.command("ls", short_help="List the attachments of a capture.", epilog=_examples(
+    "cmi ls sample_queues/nightly_batch.dmp",
                                     "cmi ls sample_queues/ --json",
                                     "cmi ls sample_queues/tibrv_capture.rv sample_queues/files.dmp"))
 @paths_argument
@@ -125,7 +126,8 @@ VARIABLE_HEADERS = {"position": "#", "name": "Variable", "type": "Type", "length
                     "informat": "Informat", "label": "Label"}
 
 
-@cli.command("contents", short_help="Describe data sets and their variables (PROC CONTENTS).", epilog=_examples("cmi contents sample_queues/nightly_batch.dmp",
+@cli.command("contents", short_help="Describe data sets and their variables (PROC CONTENTS).", epilog=_examples(
+    "cmi contents sample_queues/nightly_batch.dmp",
                                           "cmi contents sample_queues/nightly_batch.dmp FIN.DAILY_SALES",
                                           "cmi contents sample_queues/mixed_types.dmp --json"))
 @click.argument("arguments", nargs=-1, required=True, metavar="PATH... [DATASET]")
@@ -189,7 +191,8 @@ def data_set_facts(attachment: Dict) -> Dict:
 
 # -- head ----------------------------------------------------------------------------------------------
 
-@cli.command("head", short_help="Show the first observations of a data set.", epilog=_examples("cmi head sample_queues/nightly_batch.dmp FIN.DAILY_SALES",
+@cli.command("head", short_help="Show the first observations of a data set.", epilog=_examples(
+    "cmi head sample_queues/nightly_batch.dmp FIN.DAILY_SALES",
                                       "cmi head sample_queues/nightly_batch.dmp FIN.DAILY_SALES -n 3 --names",
                                       "cmi head sample_queues/nightly_batch.dmp FIN.RETURNS --mode PERMISSIVE",
                                       "cmi head sample_queues/zos_785_37.dmp PROD.LEDGER -o ccsid=37"))
@@ -249,7 +252,8 @@ def put_moment(put_date: Optional[str], put_time: Optional[str]) -> Optional[str
     return f"{date} {time}".strip()
 
 
-@cli.command("messages", short_help="List the physical messages of a capture.", epilog=_examples("cmi messages sample_queues/nightly_batch.dmp",
+@cli.command("messages", short_help="List the physical messages of a capture.", epilog=_examples(
+    "cmi messages sample_queues/nightly_batch.dmp",
                                           "cmi messages sample_queues/nightly_batch.dmp --attachment FIN.RETURNS",
                                           "cmi messages sample_queues/amqsbcg_browse.txt -n 5 --json"))
 @paths_argument
@@ -291,7 +295,8 @@ def messages(paths: Sequence[str], wanted: Optional[str], rows: Optional[int], o
     display = pa.Table.from_pylist([dict(row, attachment=row["attachment_name"] or row["attachment"],
                                          source=file_name(row["source"]),
                                          put=put_moment(row.get("put_date"), row.get("put_time")))
-                                    for row in shown], schema=pa.schema([("source", pa.string())] + list(MESSAGE_COLUMNS)))
+                                    for row in shown],
+                                   schema=pa.schema([("source", pa.string())] + list(MESSAGE_COLUMNS)))
     out = console()
     out.print(rich_table(display, columns, max_chars=80))
     out.print(f"{total} messages" + (f" ({len(shown)} shown)" if len(shown) < total else "")

@@ -73,14 +73,16 @@ def run_spark_job(paths: Sequence[str], options: dict, out: str, target: str, ov
     import cmi_datasource
     from ..errors import typed_errors
 
-    session = SparkSession.getActiveSession()
-    started = session is None
-    if started:
+    active = SparkSession.getActiveSession()
+    started = active is None
+    if active is None:
         # Workers run this interpreter, which has this package and its dependencies.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         session = (SparkSession.builder.master(master).appName("cmi convert")
                    .config("spark.ui.enabled", "false").getOrCreate())
         session.sparkContext.setLogLevel("ERROR")
+    else:
+        session = active
     try:
         cmi_datasource.register(session)
         # The CmiError inside Spark's exception is raised as itself, and ends the command as

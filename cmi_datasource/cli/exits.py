@@ -31,7 +31,7 @@ class Failure(click.ClickException):
 
     def __init__(self, text: str, exit_code: int):
         super().__init__(text)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click types it a ClassVar; ours differs per failure
 
     def show(self, file: Optional[IO] = None) -> None:
         click.echo(self.format_message(), file=file, err=file is None)

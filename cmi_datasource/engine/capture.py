@@ -14,7 +14,7 @@ import contextlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..charsets import CharsetPolicy
 from ..containers import compression_of
@@ -63,9 +63,10 @@ def _messages_of(path: str, fmt: CaptureFormat, use_index_cache: bool, named: bo
     """The file's physical messages; when the format was named by option, not recognised, an
     error says it may be the wrong one."""
     messages = indexed(path, fmt) if use_index_cache else scan(path, fmt)
-    if named and messages and all(m.damage is not None for m in messages):
+    first = messages[0].damage if messages else None
+    if named and first is not None and all(m.damage is not None for m in messages):
         # Not a damaged capture: nothing in it reads as the format named.
-        e = messages[0].damage
+        e = first
         raise e.kind(e.problem, e.location, f"the file may be no {fmt.name} capture: leave out option('format') "
                      f"to have its format recognised from its first bytes")
     return list(messages)
@@ -81,7 +82,8 @@ class Capture:
     formats: Dict[str, str] = field(default_factory=dict)  # capture format name of each file
     compressed: FrozenSet[str] = frozenset()  # the files that are compressed streams (containers.py)
     # Memos of what is read from the attachments (pure functions of the load).
-    _layouts: Dict[bytes, object] = field(default_factory=dict, compare=False, repr=False)
+    _layouts: Dict[bytes, Union[Tuple[DatasetLayout, Optional[RecordStream]], KeptError]] = field(
+        default_factory=dict, compare=False, repr=False)
     _recoveries: Dict[bytes, Recovery] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -131,19 +133,19 @@ class Capture:
         cached = self._layouts.get(att.key)
         if isinstance(cached, KeptError):
             raise cached.error()
-        if cached is None:
-            try:
-                # Definitions are decoded whole; observations are only measured.
-                messages = [self.full(m) if m.is_partial and record_type_of(m) != RECORD_OBSERVATIONS else m
-                            for m in att.ordered_messages()]
-                cached = read_layout(messages, att.header.wire,
-                                     lambda message: message_code_page(message, self.charsets))
-            except CmiFormatError as e:
-                failure = KeptError.of(e).within(att.key_hex, sequence_of(att, e.location))
-                self._layouts[att.key] = failure
-                raise failure.error() from None
-            self._layouts[att.key] = cached
-        return cached
+        if cached is not None:
+            return cached
+        try:
+            # Definitions are decoded whole; observations are only measured.
+            messages = [self.full(m) if m.is_partial and record_type_of(m) != RECORD_OBSERVATIONS else m
+                        for m in att.ordered_messages()]
+            found = read_layout(messages, att.header.wire, lambda message: message_code_page(message, self.charsets))
+        except CmiFormatError as e:
+            failure = KeptError.of(e).within(att.key_hex, sequence_of(att, e.location))
+            self._layouts[att.key] = failure
+            raise failure.error() from None
+        self._layouts[att.key] = found
+        return found
 
     def layout(self, att: Attachment) -> DatasetLayout:
         """Dataset definitions of a complete dataset attachment (cached); raises on bad layouts."""

@@ -84,8 +84,8 @@ class _BulkObservations:
         spans = [m.spans[0] for m in self.part.messages]
         formats = self.part.formats
         at = 0
-        for name, run in groupby(spans, key=lambda span: formats[span[0]]):
-            run = list(run)
+        for name, group in groupby(spans, key=lambda span: formats[span[0]]):
+            run = list(group)
             yield from capture_format(name).payload_pieces(run, heads[at:at + len(run)], room)
             at += len(run)
 

@@ -11,7 +11,7 @@ What can be trusted is decided once, in ``recovery.py``; a mode only says what b
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, List, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +76,7 @@ class Permissive(ReadMode):
                                           schema=batch.schema.append(pa.field(self.corrupt_column, pa.string())))
 
     def lost_rows(self, batch: pa.RecordBatch, lost: LostInBatch) -> pa.RecordBatch:
-        texts = [None] * batch.num_rows
+        texts: List[Optional[str]] = [None] * batch.num_rows
         for at, rows in lost:
             texts[at] = rows.text()
         return pa.RecordBatch.from_arrays(batch.columns + [pa.array(texts, pa.string())],

@@ -120,10 +120,12 @@ def whole_run(capture: "Capture", att: Attachment) -> Recovery:
 
 def dataset_slices(capture: "Capture", att: Attachment, readable: Recovery, target_bytes: int) -> List[DatasetSlice]:
     """The slices of the trusted runs of a dataset attachment (every row, for ``whole_run``)."""
+    layout = readable.layout
+    if layout is None:
+        return []
     return [part for run in readable.runs
-            for part in cut_slices(att, readable.layout, run.stream, capture.charsets, capture.formats,
-                                   _target(capture, readable.layout, run.stream, target_bytes),
-                                   (run.first_row, run.last_row))]
+            for part in cut_slices(att, layout, run.stream, capture.charsets, capture.formats,
+                                   _target(capture, layout, run.stream, target_bytes), (run.first_row, run.last_row))]
 
 
 def _target(capture: "Capture", layout: DatasetLayout, stream: RecordStream, target_bytes: int) -> int:

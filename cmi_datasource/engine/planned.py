@@ -43,7 +43,7 @@ class Plan:
         """The rows the parts hold (a dataset's observations, PERMISSIVE's reports not counted),
         when planning knows them."""
         counts = [part.rows for part in self.parts or ()]
-        return None if any(n is None for n in counts) else sum(counts)  # type: ignore[misc]
+        return None if None in counts else sum(n or 0 for n in counts)
 
 
 _MEMORY: KeptInMemory[Plan] = KeptInMemory(8)

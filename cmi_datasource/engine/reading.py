@@ -73,7 +73,10 @@ def load_of(source: Union[Paths, Capture], view: str = "dataset", options: Mappi
     ``spark.read.format("cmi").options(...)`` takes them."""
     given = {str(k): _text(v) for k, v in options.items() if v is not None}
     capture = source if isinstance(source, Capture) else None
-    paths = capture.paths if capture is not None else ([source] if isinstance(source, str) else list(source))
+    if isinstance(source, Capture):
+        paths = list(source.paths)
+    else:
+        paths = [source] if isinstance(source, str) else list(source)
     given["view"] = view
     given["paths"] = json.dumps([str(p) for p in paths])
     return Load(ReadOptions.parse(given), capture)

@@ -33,7 +33,7 @@ from typing import Callable, List, Optional, Tuple, Union
 from ..cmi.assembly import Attachment
 from ..errors import CmiFormatError, DatasetLayoutError, IncompleteAttachmentError, KeptError, Location
 from ..messages import PhysicalMessage
-from ..payload.sas_dataset import (RECORD_DATASET, RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES,
+from ..payload.sas_dataset import (RECORD_DATASET, RECORD_OBSERVATIONS, RECORD_VARIABLES,
                                    DatasetLayout, RecordStream, read_definitions, read_layout, record_type_of)
 
 

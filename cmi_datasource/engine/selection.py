@@ -70,7 +70,8 @@ def _named(capture: Capture, dataset: Optional[str], attachment: Optional[str]) 
         return chosen
     if not datasets:
         broken = capture.assembly.broken_headers
-        counted = f"no SAS dataset attachments in {paths} ({len(attachments)} attachments, {len(capture.messages)} messages"
+        counted = (f"no SAS dataset attachments in {paths} ({len(attachments)} attachments, "
+                   f"{len(capture.messages)} messages")
         if broken:
             raise AttachmentError(
                 f"{counted}, {len(broken)} unreadable headers); the first: {broken[0].problem}",
@@ -89,9 +90,10 @@ def check_undamaged(chosen: Sequence[Attachment]) -> None:
         for k, m in sorted(att.sequenced.items()):
             if m.damage is not None:
                 raise m.damage.within(att.key_hex, k).error()
-        for m in (att.count_message, att.application):
-            if m is not None and m.damage is not None:
-                raise m.damage.within(att.key_hex, 0 if m is att.count_message else None).error()
+        for unsequenced in (att.count_message, att.application):
+            if unsequenced is not None and unsequenced.damage is not None:
+                sequence = 0 if unsequenced is att.count_message else None
+                raise unsequenced.damage.within(att.key_hex, sequence).error()
 
 
 def check_unplaced_damage(capture: Capture) -> None:

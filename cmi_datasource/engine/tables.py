@@ -93,7 +93,8 @@ def attachments_table(capture: Capture) -> pa.Table:
             "problem": problem, "source": a.header_message.source,
         })
     for broken in capture.assembly.broken_headers:
-        rows.append({"attachment": _hex(broken.message.descriptor.correl_id[KEY]), "kind": "header",
+        descriptor = broken.message.descriptor  # a MsgType 100000 message: it has one
+        rows.append({"attachment": _hex(descriptor.correl_id[KEY] if descriptor else None), "kind": "header",
                      "name": "", "description": "", "complete": False, "expected_messages": None,
                      "found_messages": 0, "duplicate_messages": broken.duplicate_messages,
                      "observations": None, "variables": None, "label": None, "message": None,
@@ -102,7 +103,9 @@ def attachments_table(capture: Capture) -> pa.Table:
 
 
 def _message_values(capture: Capture, message: Optional[PhysicalMessage]) -> Optional[List[str]]:
-    transport = capture.transport_of(message) if message is not None else None
+    if message is None:
+        return None
+    transport = capture.transport_of(message)
     return transport.message_values(message) if transport is not None else None
 
 
@@ -149,7 +152,8 @@ def message_batches(capture: Capture, source: Optional[str] = None, batch_rows: 
     start = 0
     while start < len(chosen):
         stop, held = start, 0
-        while stop < len(chosen) and stop - start < max(batch_rows, 1) and (held < MESSAGE_BATCH_BYTES or stop == start):
+        while (stop < len(chosen) and stop - start < max(batch_rows, 1)
+               and (held < MESSAGE_BATCH_BYTES or stop == start)):
             held += chosen[stop].length
             stop += 1
         group = chosen[start:stop]
@@ -167,8 +171,8 @@ def _payloads(capture: Capture, messages: Sequence[PhysicalMessage]) -> List[byt
     """Each message's whole payload; the partial ones re-read in one pass per file."""
     partial = [m for m in messages if m.is_partial]
     again: Dict[Tuple[str, int], bytes] = {}
-    for source, run in groupby(partial, key=lambda m: m.source):
-        run = list(run)
+    for source, group in groupby(partial, key=lambda m: m.source):
+        run = list(group)
         fmt = capture_format(capture.formats[source])
         for planned, found in zip(run, fmt.reread([m.span for m in run])):
             if planned.reread_hint is not None:

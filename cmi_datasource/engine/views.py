@@ -21,8 +21,8 @@ from .capture import Capture
 from .decode import slice_batches
 from .load import Load
 from .paths import resolve_paths
-from .plan import (AttachmentPlan, DatasetSlice, Part, SlicePack, attachment_plan, dataset_slices, pack_slices, partition_target,
-                   whole_run)
+from .plan import (AttachmentPlan, DatasetSlice, Part, SlicePack, attachment_plan, dataset_slices, pack_slices,
+                   partition_target, whole_run)
 from .recovery import Recovery
 from .selection import check_undamaged, check_unplaced_damage, select_datasets
 from .tables import (ATTACHMENTS_SCHEMA, FILES_SCHEMA, VARIABLES_SCHEMA, attachments_table, files_table,

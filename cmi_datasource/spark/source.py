@@ -152,7 +152,7 @@ class CmiReader(DataSourceReader):
         return parts
 
     @reported
-    def read(self, partition: CmiPartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         for batch in reading.read_part(Load(self.options), partition.value):
             # Spark compares the batch schema with its own exactly (types, order, nullability).
             yield pa.RecordBatch.from_arrays(batch.columns, schema=self.arrow_schema)

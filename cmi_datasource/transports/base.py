@@ -110,7 +110,7 @@ class CaptureFormat:
         """The messages at planned ``spans`` (all of one file, in the order given), as ``scan`` gave them."""
         return read_spans(self.parse, spans)
 
-    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int],
+    def payload_pieces(self, spans: Sequence[MessageSpan], heads: "np.ndarray",
                        room: int = 0) -> Iterator["SpanPayloads"]:
         """Optional fast path: the raw payloads (transport headers not removed) of many spans,
         decoded in bulk a piece of the file at a time (``SpanPayloads``). A format without one

@@ -319,7 +319,8 @@ def test_encoding_785_ccsid_37_s390_floats_and_ebcdic(spark, tmp_path):
     assert cap.field(0, by_id[1.0], 1) == bytes.fromhex("4110000000000000")          # 1.0
     assert cap.field(0, by_id[3.0], 1) == bytes.fromhex("C124000000000000")          # -2.25 = -0x0.24 * 16**1
     assert cap.field(0, by_id[4.0], 1) == bytes.fromhex("4080000000000000")          # 0.5
-    assert cap.field(0, by_id[2.0], 1) == bytes.fromhex("2E00000000000000")          # '.' (docs/decisions.md#cmi-and-sas)
+    # '.' (docs/decisions.md#cmi-and-sas)
+    assert cap.field(0, by_id[2.0], 1) == bytes.fromhex("2E00000000000000")
     assert cap.field(0, by_id[1.0], 2) == b"\x81\x82\x83\x40\x40"                   # "abc" + blanks
     assert cap.field(0, by_id[2.0], 2) == b"\x40" * 5
     assert cap.field(0, by_id[4.0], 2) == b"\x40" * 5

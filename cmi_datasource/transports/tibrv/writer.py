@@ -3,10 +3,11 @@
 The writer is handed the messages CMI over MQ would send (``cmi/emit.py``, in writer order:
 header, application message, each attachment's sequenced messages, its count) and sends, per
 attachment, the RV messages docs/spec/tibrv.md#cmi-message-types lists: HDR, MSG, then DAT, VAR,
-ATO... or FDC, ATX/ATB..., then LST counting the RV messages sent for the attachment. Records that straddle CMI messages are
-joined first: an RV message holds whole variables, observations and file records. Observations
-must be big-endian IEEE (Encoding 273), which ATO's F64 values are; numerics are sent as full
-doubles, their low-order bytes zero as stored. ATO fields are written by a compiled kernel.
+ATO... or FDC, ATX/ATB..., then LST counting the RV messages sent for the attachment. Records
+that straddle CMI messages are joined first: an RV message holds whole variables, observations
+and file records. Observations must be big-endian IEEE (Encoding 273), which ATO's F64 values
+are; numerics are sent as full doubles, their low-order bytes zero as stored. ATO fields are
+written by a compiled kernel.
 """
 from __future__ import annotations
 
