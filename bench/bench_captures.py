@@ -34,8 +34,10 @@ from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_atta
 
 def decode_all(capture: Capture) -> int:
     from cmi_datasource.engine.decode import slice_batches
+    from cmi_datasource.engine.plan import dataset_slices, whole_run
     [att] = capture.attachments
-    return sum(b.num_rows for s in capture.dataset_slices(att, 128 << 20) for b in slice_batches(s))
+    return sum(b.num_rows for s in dataset_slices(capture, att, whole_run(capture, att), 128 << 20)
+               for b in slice_batches(s))
 
 
 def main(rows: int) -> None:

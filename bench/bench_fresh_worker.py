@@ -44,10 +44,10 @@ import json, sys, time
 t0 = time.perf_counter()
 import pyarrow, pyspark.sql.datasource, pyspark_cmi
 t1 = time.perf_counter()
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
 capture = Capture.open([%r])
 t2 = time.perf_counter()
-capture.dataset_table()
+read(capture)
 t3 = time.perf_counter()
 print(json.dumps({"imports": t1 - t0, "index": t2 - t1, "first batch": t3 - t2, "whole": t3 - t0,
                   "pandas": "pandas" in sys.modules, "numba": "numba" in sys.modules}))

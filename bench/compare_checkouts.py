@@ -47,10 +47,17 @@ try:
     from cmi_datasource.engine.decode import slice_batches
 except ImportError:  # checkouts from before the transport seam
     from cmi_datasource.catalog import slice_batches
+try:
+    from cmi_datasource.engine.plan import dataset_slices, whole_run
+    def slices(cap, att):
+        return dataset_slices(cap, att, whole_run(cap, att), 1 << 62)
+except ImportError:  # checkouts from before issue 27: planning was the Capture's
+    def slices(cap, att):
+        return cap.dataset_slices(att, 1 << 62)
 cap = Capture.open(dump)
 def decode():
     [att] = cap.attachments
-    for part in cap.dataset_slices(att, 1 << 62):
+    for part in slices(cap, att):
         for _ in slice_batches(part):
             pass
 decode()

@@ -25,6 +25,7 @@ from bench.dataset import BenchFiles, batches, write_capture
 from cmi_datasource import Capture
 from cmi_datasource.engine import index
 from cmi_datasource.engine.decode import slice_batches
+from cmi_datasource.engine.plan import dataset_slices, whole_run
 from cmi_datasource.engine.write import WriteOptions
 
 FLAT = 1.2  # "memory flat": the larger run's peak within this factor of the smaller run's
@@ -196,7 +197,7 @@ def core_times(dump: str, repeat: int):
 
     def decode(cap):
         [att] = cap.attachments
-        for part in cap.dataset_slices(att, 1 << 62):
+        for part in dataset_slices(cap, att, whole_run(cap, att), 1 << 62):
             for _ in slice_batches(part):
                 pass
 

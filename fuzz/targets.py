@@ -520,19 +520,18 @@ def pcap_seeds() -> List[bytes]:
 def capture_target(data: bytes) -> None:
     """A capture file opened as the data source opens one (format recognised by its first bytes),
     then every view as a table: assembly, layouts, observations, files, messages."""
-    from cmi_datasource import Capture
+    from cmi_datasource import Capture, read
     from cmi_datasource.containers import COMPRESSIONS
     from cmi_datasource.errors import CmiError
     if any(data.startswith(c.magic) for c in COMPRESSIONS):
         return  # a compressed file's size says nothing of what it holds: the memory bound cannot apply
     capture = Capture.open(temp_file(data, "capture"), use_index_cache=False)
-    for table in (capture.attachments_table, capture.variables_table, capture.files_table,
-                  capture.messages_table):
+    for view in ("attachments", "variables", "files", "messages"):
         try:
-            table()
+            read(capture, view=view)
         except CmiError:
             pass
-    capture.dataset_table()
+    read(capture)
 
 
 def capture_seeds() -> List[bytes]:

@@ -5,8 +5,9 @@ from typing import List, Sequence, Tuple
 
 import pyarrow as pa
 
-from cmi_datasource.cmi.assembly import assemble
+from cmi_datasource.cmi.assembly import Attachment, assemble
 from cmi_datasource.engine.capture import Capture
+from cmi_datasource.engine.plan import DatasetSlice, dataset_slices, whole_run
 from cmi_datasource.engine.write import build_messages
 from cmi_datasource.messages import PhysicalMessage
 from cmi_datasource.transports.mq.message import mq_message
@@ -35,6 +36,12 @@ def capture_of(messages: Sequence[PhysicalMessage]) -> Capture:
     messages = list(messages)
     return Capture([MEMORY_SOURCE], messages, assemble(messages),
                    formats={source: "dmpmqmsg" for source in {m.source for m in messages} | {MEMORY_SOURCE}})
+
+
+def slices_of(capture: Capture, att: Attachment, target_bytes: int) -> List[DatasetSlice]:
+    """The slices a read plans for a complete, undamaged dataset attachment, of about
+    ``target_bytes`` of observations each."""
+    return dataset_slices(capture, att, whole_run(capture, att), target_bytes)
 
 
 # 1000-byte messages of 31-byte observations (see conftest's ``big_dump``): records straddle

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
 
 from . import cluster_harness as harness
 
@@ -52,7 +52,7 @@ def test_both_workers_ran_read_tasks_of_the_multi_file_capture(cluster_run, stan
 
 
 def test_rows_match_capture_open_without_spark(cluster_run, cluster_capture):
-    expected = Capture.open([str(cluster_capture)], use_index_cache=False).dataset_table(DATASET)
+    expected = read(Capture.open([str(cluster_capture)], use_index_cache=False), dataset=DATASET)
     assert [name for name, _, _ in cluster_run["schema"]] == expected.column_names
     assert [t for _, t, _ in cluster_run["schema"]] == ["double", "double", "string"]
     assert all(meta["sas_type"] in ("num", "char") for _, _, meta in cluster_run["schema"])
@@ -62,7 +62,7 @@ def test_rows_match_capture_open_without_spark(cluster_run, cluster_capture):
 
 
 def test_attachments_view_matches_capture_open(cluster_run, cluster_capture):
-    table = Capture.open([str(cluster_capture)], use_index_cache=False).attachments_table()
+    table = read(Capture.open([str(cluster_capture)], use_index_cache=False), view="attachments")
     columns = ["attachment", "kind", "name", "complete", "observations", "found_messages"]
     expected = sorted(tuple(r[c] for c in columns) for r in table.select(columns).to_pylist())
     got = sorted(tuple(r[c] for c in columns) for r in cluster_run["attachments"])
@@ -117,6 +117,6 @@ def test_write_from_the_cluster_reads_back(cluster_run):
     written = Path(cluster_run["config"]["write_to"])
     dumps = sorted(p.name for p in written.iterdir())
     assert len(dumps) == 1 and dumps[0].startswith("cmi-work.cluster-"), dumps  # staging folder removed
-    back = Capture.open([str(written)], use_index_cache=False).dataset_table("WORK.CLUSTER")
+    back = read(Capture.open([str(written)], use_index_cache=False), dataset="WORK.CLUSTER")
     assert sorted_rows(zip(*(back.column(c).to_pylist() for c in back.column_names))) == \
         sorted_rows(cluster_run["rows"])

@@ -4,6 +4,7 @@ These wait for the storage seam (pyarrow.fs paths in ``engine/paths.py``, ``cont
 ``engine/index.py``)."""
 from __future__ import annotations
 
+from cmi_datasource import read
 import os
 
 import pytest
@@ -27,7 +28,7 @@ def _without_source(table):
 
 def test_dataset_table_equals_the_local_read(s3):
     uri = s3.upload(NIGHTLY, s3.prefix("cap") + "/nightly_batch.dmp")
-    assert _open(uri).dataset_table("FIN.DAILY_SALES").equals(_open(NIGHTLY).dataset_table("FIN.DAILY_SALES"))
+    assert read(_open(uri), dataset="FIN.DAILY_SALES").equals(read(_open(NIGHTLY), dataset="FIN.DAILY_SALES"))
 
 
 def test_directory_and_glob(s3):
@@ -35,18 +36,19 @@ def test_directory_and_glob(s3):
     s3.upload(NIGHTLY, f"{prefix}/dir/nightly_batch.dmp")
     s3.put(f"{prefix}/dir/_cmi_temporary/junk.dmp", b"not a capture")
     s3.put(f"{prefix}/dir/.hidden", b"not a capture")
-    local = _open(NIGHTLY).dataset_table("FIN.DAILY_SALES")
+    local = read(_open(NIGHTLY), dataset="FIN.DAILY_SALES")
     for uri in (s3.uri(f"{prefix}/dir/"), s3.uri(f"{prefix}/dir"), s3.uri(f"{prefix}/dir/*.dmp")):
-        assert _open(uri).dataset_table("FIN.DAILY_SALES").equals(local), uri
+        assert read(_open(uri), dataset="FIN.DAILY_SALES").equals(local), uri
 
 
 def test_rewritten_object_is_read_again_not_from_the_index_cache(s3):
     key = s3.prefix("cap") + "/q.dmp"
     uri = s3.upload(NIGHTLY, key)
-    assert _open(uri).dataset_table("FIN.DAILY_SALES").num_rows == 543
+    assert read(_open(uri), dataset="FIN.DAILY_SALES").num_rows == 543
     other = os.path.join(SAMPLES, "mixed_types.dmp")
     s3.upload(other, key)  # same key, other content
-    assert _without_source(_open(uri).attachments_table()).equals(_without_source(_open(other).attachments_table()))
+    assert _without_source(read(_open(uri), view="attachments")).equals(
+        _without_source(read(_open(other), view="attachments")))
 
 
 def test_missing_key(s3):
@@ -77,7 +79,7 @@ def test_cut_object_is_a_format_error_naming_the_uri(s3):
         data = f.read()
     uri = s3.put(s3.prefix("cap") + "/cut.dmp", data[:len(data) // 2])
     with pytest.raises(CmiFormatError) as info:
-        _open(uri).dataset_table("FIN.DAILY_SALES")
+        read(_open(uri), dataset="FIN.DAILY_SALES")
     assert info.value.source == uri
     assert "what to do" in str(info.value)
 
@@ -90,4 +92,4 @@ def test_rv_attachment_keys_and_rows_equal_the_local_read(s3):
     local, remote = _open(sample), _open(uri)
     keys = [a.key_hex for a in local.attachments]
     assert len(keys) == 2 and [a.key_hex for a in remote.attachments] == keys
-    assert remote.dataset_table().equals(local.dataset_table())
+    assert read(remote).equals(read(local))

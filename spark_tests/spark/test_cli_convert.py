@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from cmi_datasource import Capture
+from cmi_datasource import read
 from cmi_datasource.cli import cli
 from conftest import SAMPLES
 
@@ -28,7 +28,7 @@ def convert(*args: str, code: int = 0):
 
 
 def expected_sales() -> pa.Table:
-    table = Capture.open([NIGHTLY]).dataset_table("FIN.DAILY_SALES")
+    table = read([NIGHTLY], dataset="FIN.DAILY_SALES")
     return table.cast(pa.schema([f.remove_metadata() for f in table.schema])).sort_by(SORT)
 
 

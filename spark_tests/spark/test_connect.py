@@ -35,7 +35,7 @@ import uuid
 import pytest
 
 import cmi_datasource
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
 from cmi_datasource.errors import IncompleteAttachmentError, typed_errors, unwrap
 from cmi_datasource.spark.source import spark_schema
 
@@ -195,7 +195,7 @@ def plain(value):
 
 def test_register_and_read_a_dataset_schema_labels_and_rows(remote):
     from pyspark.sql.connect.dataframe import DataFrame as RemoteDataFrame
-    expected = Capture.open(MIXED).dataset_table("WORK.CUSTOMERS")
+    expected = read(MIXED, dataset="WORK.CUSTOMERS")
     df = remote.read.format("cmi").load(MIXED)
     assert isinstance(df, RemoteDataFrame)  # really the Connect client, not a classic session
     # The schema the server's Python worker planned, field metadata (labels, formats) included.
@@ -207,7 +207,7 @@ def test_register_and_read_a_dataset_schema_labels_and_rows(remote):
 
 
 def test_a_large_dataset_by_name(remote, nightly):
-    expected = nightly.dataset_table("FIN.DAILY_SALES")
+    expected = read(nightly, dataset="FIN.DAILY_SALES")
     df = remote.read.format("cmi").option("dataset", "fin.daily_sales").load(NIGHTLY)
     assert df.schema == spark_schema(expected.schema)
     assert [f.metadata["label"] for f in df.schema.fields] == ["Business day", "Sales region", "Net sales",
@@ -220,7 +220,7 @@ def test_attachments_view(remote, nightly):
     columns = ["attachment", "kind", "name", "complete", "expected_messages", "found_messages", "observations",
                "variables", "problem", "source"]
     got = remote.read.format("cmi").option("view", "attachments").load(NIGHTLY).select(*columns).collect()
-    expected = nightly.attachments_table().select(columns).to_pylist()
+    expected = read(nightly, view="attachments").select(columns).to_pylist()
     assert sorted((plain(r) for r in got), key=lambda r: r["attachment"]) == \
         sorted(expected, key=lambda r: r["attachment"])
     by_name = {r["name"]: r for r in got}

@@ -9,7 +9,7 @@ import pytest
 from cmi_datasource import Capture
 from cmi_datasource.engine.decode import slice_batches
 
-from support import STRADDLING_ROWS as N
+from support import STRADDLING_ROWS as N, slices_of
 
 
 def test_spark_splits_one_attachment(spark, big_dump):
@@ -48,8 +48,8 @@ def test_planning_decodes_no_observation(spark, tmp_path, big_dump):
     assert f"  message: {victim}\n" in str(e.value)  # records[0] is the file header; messages count from 1
     cap = Capture.open(str(path))
     [att] = cap.attachments
-    untouched = [s for s in cap.dataset_slices(att, 100_000)
-                 if all(index != victim - 1 for ref in s.refs for _, index, _, _ in ref)]
+    untouched = [s for s in slices_of(cap, att, 100_000)
+                 if all(index != victim - 1 for m in s.messages for _, index, _, _ in m.spans)]
     assert untouched and sum(len(b) for s in untouched for b in slice_batches(s)) > 0
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
 from cmi_datasource.errors import DumpSyntaxError, TruncatedError
 
@@ -93,7 +93,7 @@ def open_text(tmp_path, text: bytes) -> Capture:
 
 
 def test_the_whole_text_reads_the_dataset(tmp_path):
-    assert open_text(tmp_path, browse_text(traffic())).dataset_table().equals(TABLE)
+    assert read(open_text(tmp_path, browse_text(traffic()))).equals(TABLE)
 
 
 @pytest.mark.parametrize("where", ["in the middle", "at the end"])
@@ -110,7 +110,7 @@ def test_a_message_cut_keeps_its_descriptor_and_the_rows_that_are_there(tmp_path
         text = browse_text(messages)
         text = text[:text.index(row(held, payload[held:held + 16]).encode())]
     capture = open_text(tmp_path, text)
-    rows = capture.messages_table().to_pylist()
+    rows = read(capture, view="messages").to_pylist()
     assert len(rows) == len(messages)
     cut = rows[number - 1]
     assert cut["problem"] == (f"amqsbcg shows a message of {len(payload)} bytes but its rows hold {held}: "
@@ -121,7 +121,7 @@ def test_a_message_cut_keeps_its_descriptor_and_the_rows_that_are_there(tmp_path
     assert cut["attachment"] is not None and cut["sequence"] is not None  # its descriptor places it
     assert all(r["problem"] is None for r in rows if r is not cut)
     with pytest.raises(TruncatedError) as raised:
-        capture.dataset_table()
+        read(capture)
     assert raised.value.location.attachment == cut["attachment"] and raised.value.location.sequence == cut["sequence"]
 
 
@@ -137,14 +137,14 @@ def test_an_unreadable_descriptor_line_keeps_the_other_fields_and_every_row(tmp_
         if ":" in bad else "  BackoutCount : 0"
     text = browse_text(messages, lambda n, lines: [bad if x == line else x for x in lines] if n == 3 else lines)
     capture = open_text(tmp_path, text)
-    rows = capture.messages_table().to_pylist()
+    rows = read(capture, view="messages").to_pylist()
     damaged = rows[2]
     assert problem in damaged["problem"] and "this line's are MQMD defaults" in damaged["problem"]
     assert damaged["payload"] == payload and damaged["length"] == len(payload)
     assert (damaged["msg_type"], damaged["correl_id"]) == (mqmd.msg_type, mqmd.correl_id.hex().upper())
     assert [r["problem"] for r in rows].count(None) == len(rows) - 1
     with pytest.raises(DumpSyntaxError, match=problem.replace("(", r"\(").replace(")", r"\)").split("'")[0]):
-        capture.dataset_table()
+        read(capture)
 
 
 def test_a_data_row_that_does_not_continue_keeps_the_rows_before_it_and_reads_on(tmp_path):
@@ -152,7 +152,7 @@ def test_a_data_row_that_does_not_continue_keeps_the_rows_before_it_and_reads_on
     mqmd, payload = messages[3]
     skipped = row(0x20, payload[0x20:0x30])
     text = browse_text(messages, lambda n, lines: [x for x in lines if x != skipped] if n == 4 else lines)
-    rows = open_text(tmp_path, text).messages_table().to_pylist()
+    rows = read(open_text(tmp_path, text), view="messages").to_pylist()
     damaged = rows[3]
     assert damaged["problem"].startswith("data row b") and row(0x30, payload[0x30:0x40])[:40] in damaged["problem"]
     assert damaged["payload"] == payload[:0x20] and damaged["correl_id"] == mqmd.correl_id.hex().upper()

@@ -47,12 +47,11 @@ def test_boolean_masks():
 def test_decoding_a_data_set_imports_no_pandas():
     # The data sets' own reads only: the inventory views build their small tables with
     # from_pylist, which may import pandas.
-    script = ("import sys\nfrom cmi_datasource import Capture\n"
+    script = ("import sys\nfrom cmi_datasource import read\n"
               "for name, dataset, rows in (('mixed_types.dmp', 'WORK.CUSTOMERS', 6),\n"
               "                            ('zos_785_37.dmp', 'PROD.LEDGER', 3),\n"
               "                            ('nightly_batch.dmp', 'FIN.DAILY_SALES', 543)):\n"
-              f"    capture = Capture.open([{SAMPLES!r} + '/' + name])\n"
-              "    assert capture.dataset_table(dataset).num_rows == rows\n"
+              f"    assert read([{SAMPLES!r} + '/' + name], dataset=dataset).num_rows == rows\n"
               "print('pandas' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, PYTHONPATH=ROOT))

@@ -9,8 +9,10 @@ import struct
 import pyarrow as pa
 import pytest
 
+from cmi_datasource import read
 from cmi_datasource.transports.mq.dmpmqmsg import write_dump
 from cmi_datasource.engine.capture import Capture
+from cmi_datasource.engine.selection import select_datasets
 from cmi_datasource.engine.tables import messages_table
 from cmi_datasource.charsets import CharsetPolicy
 from cmi_datasource.cmi.assembly import (ROLE_APPLICATION, ROLE_COUNT, ROLE_HEADER, ROLE_OTHER,
@@ -107,8 +109,8 @@ def test_grouping_is_independent_of_message_order():
         shuffled = assemble(order)
         assert assembled_view(shuffled) == assembled_view(reference)
         cap = capture_of(order)
-        assert cap.dataset_table("WORK.PEOPLE").equals(capture_of(msgs).dataset_table("WORK.PEOPLE"))
-    assert capture_of(msgs[::-1]).dataset_table("work.people").to_pylist() == people(30).to_pylist()
+        assert read(cap, dataset="WORK.PEOPLE").equals(read(capture_of(msgs), dataset="WORK.PEOPLE"))
+    assert read(capture_of(msgs[::-1]), dataset="work.people").to_pylist() == people(30).to_pylist()
 
 
 def test_shuffled_dump_file_reads_the_same(tmp_path):
@@ -119,7 +121,7 @@ def test_shuffled_dump_file_reads_the_same(tmp_path):
     with open(path, "wb") as f:
         write_dump(f, shuffled)
     cap = Capture.open(str(path))
-    assert cap.dataset_table().to_pylist() == people(50).to_pylist()
+    assert read(cap).to_pylist() == people(50).to_pylist()
 
 
 def test_sequence_number_little_endian_is_accepted():
@@ -136,7 +138,7 @@ def test_sequence_number_little_endian_is_accepted():
     [att] = assemble(rewritten).attachments
     assert att.complete
     assert att.expected == len(att.sequenced) >= 4
-    assert capture_of(rewritten).dataset_table().to_pylist() == people(20).to_pylist()
+    assert read(capture_of(rewritten)).to_pylist() == people(20).to_pylist()
 
 
 def test_exact_duplicates_are_dropped():
@@ -151,7 +153,7 @@ def test_exact_duplicates_are_dropped():
     assert att.complete and not att.problems
     assert att.expected == len(att.sequenced) == n - 3  # minus header, application, count
     cap = capture_of(doubled)
-    assert cap.dataset_table().to_pylist() == people(10).to_pylist()
+    assert read(cap).to_pylist() == people(10).to_pylist()
     # Each dropped duplicate takes the role of the message it repeats.
     for original, dupe in zip(msgs, dupes):
         assert assembly.role_of(dupe) == assembly.role_of(original), original.descriptor.msg_type
@@ -170,8 +172,8 @@ def test_conflicting_duplicate_sequenced_message():
     assert not att.complete
     assert att.problems and "3" in att.why_incomplete() and "conflicting" in att.why_incomplete()
     with pytest.raises(IncompleteAttachmentError):
-        cap.dataset_table()
-    [row] = cap.attachments_table().to_pylist()
+        read(cap)
+    [row] = read(cap, view="attachments").to_pylist()
     assert row["complete"] is False and "conflicting" in row["problem"]
 
 
@@ -183,7 +185,7 @@ def test_conflicting_duplicate_count_message():
     cap = capture_of(msgs + [other])
     assert not cap.attachments[0].complete
     with pytest.raises(IncompleteAttachmentError):
-        cap.dataset_table()
+        read(cap)
 
 
 def test_conflicting_duplicate_headers_are_both_broken_and_the_rest_still_assembles():
@@ -198,7 +200,7 @@ def test_conflicting_duplicate_headers_are_both_broken_and_the_rest_still_assemb
     assert all(f"message {n} of memory.dmp" in assembly.broken_headers[0].problem for n in (1, len(msgs) + 1))
     cap = capture_of(msgs + [other])
     with pytest.raises(AttachmentError, match="2 unreadable headers"):
-        cap.dataset_table()
+        read(cap)
 
 
 def test_missing_count_message_is_incomplete():
@@ -212,11 +214,11 @@ def test_missing_count_message_is_incomplete():
     assert len(att.sequenced) == 3
     assert "count" in att.why_incomplete()
     with pytest.raises(IncompleteAttachmentError) as e:
-        cap.dataset_table()
+        read(cap)
     assert e.value.message_index == 0  # located at the header message
     with pytest.raises(IncompleteAttachmentError):
-        cap.dataset_table(dataset="W.P")
-    [row] = cap.attachments_table().to_pylist()
+        read(cap, dataset="W.P")
+    [row] = read(cap, view="attachments").to_pylist()
     assert row["complete"] is False and row["expected_messages"] is None and row["found_messages"] == 3
 
 
@@ -232,7 +234,7 @@ def test_missing_sequenced_message_is_incomplete():
     assert att.expected == len(att.sequenced) + 1
     assert "[4]" in att.why_incomplete()
     with pytest.raises(IncompleteAttachmentError):
-        cap.dataset_table()
+        read(cap)
     with pytest.raises(IncompleteAttachmentError):
         att.ordered_messages()
 
@@ -246,7 +248,7 @@ def test_incomplete_attachment_from_a_dump_file(tmp_path):
     [att] = cap.attachments
     assert not att.complete and att.missing_sequence_numbers() == [3]
     with pytest.raises(IncompleteAttachmentError) as e:
-        cap.dataset_table()
+        read(cap)
     assert e.value.source == cap.paths[0]
 
 
@@ -271,7 +273,7 @@ def test_long_size_and_terminators_are_detected(tmp_path, encoding, long_size, t
         assert att.complete
     header_payload = atts["MYLIB.MYDATA"].header_message.payload
     assert header_payload[24:24 + long_size] == (8).to_bytes(long_size, "big" if order == ">" else "little")
-    assert cap.dataset_table().to_pylist() == table.to_pylist()
+    assert read(cap).to_pylist() == table.to_pylist()
     assert atts["MYLIB.MYDATA"].entry.description == "desc"
     assert atts["MYLIB.MYDATA"].application.payload == ("hello".encode("cp037") if encoding == 785 else b"hello")
     layout = cap.layout(atts["MYLIB.MYDATA"])
@@ -304,13 +306,13 @@ def test_header_listing_several_attachments(tmp_path):
     assert [a.entry.kind for a in cap.attachments] == ["dataset", "dataset", "text", "binary"]
     assert all(a.complete for a in cap.attachments)
     assert all(a.application.payload == b"the application message" for a in cap.attachments)
-    rows = cap.attachments_table().to_pylist()
+    rows = read(cap, view="attachments").to_pylist()
     assert [(r["name"], r["kind"], r["complete"], r["observations"], r["variables"]) for r in rows] == [
         ("WORK.PEOPLE", "dataset", True, 3, 3), ("SASHELP.CARS", "dataset", True, 3, 2),
         ("readme.txt", "text", True, None, None), ("blob.bin", "binary", True, None, None)]
-    assert cap.dataset_table("sashelp.cars").to_pylist() == cars().to_pylist()
-    assert cap.dataset_table("WORK.PEOPLE").to_pylist() == people(3).to_pylist()
-    variables = cap.variables_table().to_pylist()
+    assert read(cap, dataset="sashelp.cars").to_pylist() == cars().to_pylist()
+    assert read(cap, dataset="WORK.PEOPLE").to_pylist() == people(3).to_pylist()
+    variables = read(cap, view="variables").to_pylist()
     assert [(v["dataset"], v["position"], v["name"], v["type"]) for v in variables] == [
         ("WORK.PEOPLE", 1, "id", "num"), ("WORK.PEOPLE", 2, "name", "char"), ("WORK.PEOPLE", 3, "born", "num"),
         ("SASHELP.CARS", 1, "make", "char"), ("SASHELP.CARS", 2, "price", "num")]
@@ -330,11 +332,11 @@ def two_dataset_capture(tmp_path, second: pa.Table) -> Capture:
 def test_select_by_name_is_case_insensitive(tmp_path):
     cap = two_dataset_capture(tmp_path, cars())
     for name in ("work.people", "WORK.PEOPLE", " Work.People ", "people"):
-        [a] = cap.select_datasets(dataset=name)
+        [a] = select_datasets(cap, dataset=name)
         assert a.entry.name == "WORK.PEOPLE"
-    assert cap.dataset_table(dataset="lib2.OTHER").to_pylist() == cars().to_pylist()
+    assert read(cap, dataset="lib2.OTHER").to_pylist() == cars().to_pylist()
     with pytest.raises(CmiOptionError) as e:
-        cap.select_datasets(dataset="work.nothere")
+        select_datasets(cap, dataset="work.nothere")
     assert "WORK.PEOPLE" in str(e.value) and "LIB2.OTHER" in str(e.value)
 
 
@@ -343,39 +345,39 @@ def test_select_by_attachment_key(tmp_path):
     atts = by_name(cap)
     key = atts["LIB2.OTHER"].key_hex
     assert len(key) == 32
-    [a] = cap.select_datasets(attachment=key.lower())
+    [a] = select_datasets(cap, attachment=key.lower())
     assert a is atts["LIB2.OTHER"]
-    assert cap.dataset_table(attachment=key).to_pylist() == cars().to_pylist()
+    assert read(cap, attachment=key).to_pylist() == cars().to_pylist()
     with pytest.raises(CmiOptionError):
-        cap.select_datasets(attachment="00" * 16)
+        select_datasets(cap, attachment="00" * 16)
     with pytest.raises(CmiOptionError) as e:
-        cap.select_datasets(attachment=atts["f.txt"].key_hex)
+        select_datasets(cap, attachment=atts["f.txt"].key_hex)
     assert "files" in str(e.value)
 
 
 def test_no_selection_with_one_dataset(tmp_path):
     path = dump_file(tmp_path, [DatasetToWrite(cars(5), "a", "b")], [FileToWrite("f.txt", text="x\n")])
     cap = Capture.open(path)
-    [a] = cap.select_datasets()
+    [a] = select_datasets(cap)
     assert a.entry.name == "A.B"
-    assert cap.dataset_table().to_pylist() == cars(5).to_pylist()
+    assert read(cap).to_pylist() == cars(5).to_pylist()
 
 
 def test_no_dataset_at_all(tmp_path):
     cap = Capture.open(dump_file(tmp_path, files=[FileToWrite("f.txt", text="x\n")]))
     with pytest.raises(CmiOptionError):
-        cap.select_datasets()
+        select_datasets(cap)
 
 
 def test_two_datasets_with_identical_layout_are_unioned(tmp_path):
     path = dump_file(tmp_path, [DatasetToWrite(people(3), "work", "first"),
                                 DatasetToWrite(people(4, offset=100), "work", "second")])
     cap = Capture.open(path)
-    chosen = cap.select_datasets()
+    chosen = select_datasets(cap)
     assert [a.entry.name for a in chosen] == ["WORK.FIRST", "WORK.SECOND"]
-    table = cap.dataset_table()
+    table = read(cap)
     assert table.to_pylist() == people(3).to_pylist() + people(4, offset=100).to_pylist()
-    assert cap.dataset_table("work.second").to_pylist() == people(4, offset=100).to_pylist()
+    assert read(cap, dataset="work.second").to_pylist() == people(4, offset=100).to_pylist()
 
 
 def test_two_datasets_in_two_files_with_identical_layout_are_unioned(tmp_path):
@@ -383,21 +385,21 @@ def test_two_datasets_in_two_files_with_identical_layout_are_unioned(tmp_path):
     dump_file(tmp_path, [DatasetToWrite(people(3, offset=10), "work", "p")], name="b.dmp")
     cap = Capture.open(str(tmp_path))
     assert cap.paths == sorted(cap.paths) and cap.paths[0] == first
-    assert cap.dataset_table().num_rows == 5
-    assert cap.dataset_table("WORK.P").to_pylist() == people(2).to_pylist() + people(3, offset=10).to_pylist()
+    assert read(cap).num_rows == 5
+    assert read(cap, dataset="WORK.P").to_pylist() == people(2).to_pylist() + people(3, offset=10).to_pylist()
 
 
 def test_different_layouts_need_a_choice(tmp_path):
     cap = two_dataset_capture(tmp_path, cars())
     with pytest.raises(CmiOptionError) as e:
-        cap.select_datasets()
+        select_datasets(cap)
     text = str(e.value)
     atts = by_name(cap)
     for name in ("WORK.PEOPLE", "LIB2.OTHER"):
         assert name in text and atts[name].key_hex in text
     assert "f.txt" not in text
     with pytest.raises(CmiOptionError):
-        cap.dataset_table()
+        read(cap)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -423,10 +425,10 @@ def test_observation_stream_not_a_whole_number_of_observations():
     [att] = cap.attachments
     assert att.complete  # the messages are all there; their content disagrees
     with pytest.raises(DatasetLayoutError) as e:
-        cap.dataset_table()
+        read(cap)
     assert "whole number" in str(e.value)
     assert e.value.message_index == obs.index
-    [row] = cap.attachments_table().to_pylist()
+    [row] = read(cap, view="attachments").to_pylist()
     assert row["problem"] is not None and "whole number" in row["problem"]
 
 
@@ -439,7 +441,7 @@ def test_observation_count_disagrees_with_the_definition():
     assert (len(obs.payload) - 4) == 5 * obs_length
     cap = edited_capture(msgs, obs, obs.payload[:-obs_length])  # one observation lost
     with pytest.raises(DatasetLayoutError) as e:
-        cap.dataset_table()
+        read(cap)
     assert "5 observations" in str(e.value) and "4" in str(e.value)
 
 
@@ -454,7 +456,7 @@ def test_definition_nobs_edited():
     struct.pack_into("<i", patched, nobs_at, 7)
     cap = edited_capture(msgs, definition, bytes(patched))
     with pytest.raises(DatasetLayoutError) as e:
-        cap.dataset_table()
+        read(cap)
     assert "7 observations" in str(e.value)
 
 
@@ -468,7 +470,7 @@ def test_variable_lengths_exceed_observation_length():
     patched = bytearray(definition.payload)
     struct.pack_into("<i", patched, obslen_at, obs_length - 1)
     with pytest.raises(DatasetLayoutError):
-        edited_capture(msgs, definition, bytes(patched)).dataset_table()
+        read(edited_capture(msgs, definition, bytes(patched)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,9 +536,9 @@ def test_ccsid_zero_falls_back_to_the_default_ccsid():
     msgs = physical(zeroed)
     policy = CharsetPolicy(default_ccsid=819)
     cap = Capture(["memory.dmp"], msgs, assemble(msgs, policy), policy, formats={"memory.dmp": "dmpmqmsg"})
-    assert cap.dataset_table().column("s").to_pylist() == ["café", "naïve", None]
+    assert read(cap).column("s").to_pylist() == ["café", "naïve", None]
     assert cap.attachments[0].entry.name == "W.P"
     # Read as UTF-8 instead, the Latin-1 "é" (0xE9) is not valid UTF-8.
     utf8 = CharsetPolicy(default_ccsid=1208)
     with pytest.raises(ValueConversionError):
-        Capture(["memory.dmp"], msgs, assemble(msgs, utf8), utf8, formats={"memory.dmp": "dmpmqmsg"}).dataset_table()
+        read(Capture(["memory.dmp"], msgs, assemble(msgs, utf8), utf8, formats={"memory.dmp": "dmpmqmsg"}))

@@ -12,7 +12,8 @@ import struct
 import pyarrow as pa
 import pytest
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
+from cmi_datasource.engine.plan import attachment_plan
 from cmi_datasource.engine.tables import files_table
 from cmi_datasource.errors import CmiFormatError, IncompleteAttachmentError
 
@@ -110,7 +111,7 @@ def open_capture(tmp_path, msgs, name="capture.dmp"):
 
 
 def check_dataset(cap, variables=VARS, rows=ROWS, **kwargs):
-    table = cap.dataset_table(**kwargs)
+    table = read(cap, **kwargs)
     assert isinstance(table, pa.Table)
     assert table.num_rows == len(rows)
     assert table.column_names == [v.name for v in variables]
@@ -119,7 +120,8 @@ def check_dataset(cap, variables=VARS, rows=ROWS, **kwargs):
 
 
 def check_files(cap):
-    files = {r["attachment"]: r for r in files_table([cap.plan(a) for a in cap.file_attachments()]).to_pylist()}
+    plans = [attachment_plan(cap, a) for a in cap.file_attachments()]
+    files = {r["attachment"]: r for r in files_table(plans).to_pylist()}
     assert set(files) == {TXT_KEY.hex().upper(), BIN_KEY.hex().upper()}
     txt, binf = files[TXT_KEY.hex().upper()], files[BIN_KEY.hex().upper()]
     expected_text = "".join(r.decode() + "\n" for r in TEXT_RECORDS)
@@ -131,8 +133,8 @@ def check_files(cap):
 
 
 def check_attachments(cap, attachments, source=None):
-    rows = {r["attachment"]: r for r in cap.attachments_table().to_pylist()}
-    assert len(rows) == len(attachments) == cap.attachments_table().num_rows
+    rows = {r["attachment"]: r for r in read(cap, view="attachments").to_pylist()}
+    assert len(rows) == len(attachments) == read(cap, view="attachments").num_rows
     kinds = {1: "dataset", 2: "text", 3: "binary"}
     for a in attachments:
         r = rows[a["key"].hex().upper()]
@@ -238,7 +240,7 @@ def test_special_missing_values_are_null(tmp_path, encoding):
 
 def test_column_types_and_metadata(tmp_path):
     cap = open_capture(tmp_path, build(Encoder())[1])
-    schema = cap.dataset_table().schema
+    schema = read(cap).schema
     types = {"AGE": pa.float64(), "NAME": pa.string(), "BORN": pa.date32(), "STAMP": pa.timestamp("us"),
              "CLOCK": pa.time64("ns"), "SCORE": pa.float64(), "SHORTD": pa.date32(), "CODE": pa.string()}
     for v in VARS:
@@ -256,7 +258,7 @@ def test_column_types_and_metadata(tmp_path):
 
 def test_variables_table(tmp_path):
     cap = open_capture(tmp_path, build(Encoder(encoding=273, long_size=8, nul=False))[1])
-    rows = cap.variables_table().to_pylist()
+    rows = read(cap, view="variables").to_pylist()
     assert [r["name"] for r in rows] == [v.name for v in VARS]
     for r, v in zip(rows, VARS):
         assert r["dataset"] == "WORK.CLASS"
@@ -277,7 +279,7 @@ def test_character_ccsids(tmp_path, ccsid):
     cap = open_capture(tmp_path, enc.transmission(HEADER_CID, MSG_CID, APP_MESSAGE, attachments))
     table = check_dataset(cap, variables, rows)
     assert table.column("CITY").to_pylist()[3:] == [None, None, "ab"]
-    files = files_table([cap.plan(a) for a in cap.file_attachments()]).to_pylist()
+    files = files_table([attachment_plan(cap, a) for a in cap.file_attachments()]).to_pylist()
     assert [(f["name"], f["text"]) for f in files] == [("städte.txt", "Größe\n")]
 
 
@@ -296,7 +298,7 @@ def test_zero_observations(tmp_path):
     enc = Encoder()
     attachments = [enc.dataset_attachment(DS_KEY, "work", "empty", VARS, [], max_payload=100)]
     cap = open_capture(tmp_path, enc.transmission(HEADER_CID, MSG_CID, APP_MESSAGE, attachments))
-    table = cap.dataset_table()
+    table = read(cap)
     assert table.num_rows == 0 and table.column_names == [v.name for v in VARS]
     assert table.schema.field("BORN").type == pa.date32()
 
@@ -337,12 +339,12 @@ def test_incomplete_attachment_missing_sequenced_message(tmp_path, removed):
     kept = [m for m in msgs if m.correlid != gone]
     assert len(kept) == len(msgs) - 1
     cap = open_capture(tmp_path, kept)
-    row = {r["attachment"]: r for r in cap.attachments_table().to_pylist()}[DS_KEY.hex().upper()]
+    row = {r["attachment"]: r for r in read(cap, view="attachments").to_pylist()}[DS_KEY.hex().upper()]
     assert row["complete"] is False
     assert row["expected_messages"] == n
     assert row["found_messages"] == n - 1
     with pytest.raises(IncompleteAttachmentError) as info:
-        cap.dataset_table()
+        read(cap)
     assert isinstance(info.value, CmiFormatError)
     assert info.value.source == str(tmp_path / "capture.dmp")
     assert hasattr(info.value, "message_index") and hasattr(info.value, "offset")
@@ -355,10 +357,10 @@ def test_incomplete_attachment_missing_count_message(tmp_path):
     attachments, msgs = build(enc)
     kept = [m for m in msgs if m.correlid != DS_KEY + bytes(8)]
     cap = open_capture(tmp_path, kept)
-    row = {r["attachment"]: r for r in cap.attachments_table().to_pylist()}[DS_KEY.hex().upper()]
+    row = {r["attachment"]: r for r in read(cap, view="attachments").to_pylist()}[DS_KEY.hex().upper()]
     assert row["complete"] is False
     with pytest.raises(IncompleteAttachmentError):
-        cap.dataset_table()
+        read(cap)
 
 
 def test_text_file_over_many_messages(tmp_path):
@@ -368,10 +370,10 @@ def test_text_file_over_many_messages(tmp_path):
                               description="log")
     msgs = shuffled(enc.transmission(HEADER_CID, MSG_CID, APP_MESSAGE, [att]), 4)
     cap = open_capture(tmp_path, msgs)
-    row = cap.attachments_table().to_pylist()[0]
+    row = read(cap, view="attachments").to_pylist()[0]
     assert (row["kind"], row["name"], row["complete"]) == ("text", "FILEREF_LOG", True)
     assert row["expected_messages"] == len(att["payloads"]) > 30
-    (f,) = files_table([cap.plan(a) for a in cap.file_attachments()]).to_pylist()
+    (f,) = files_table([attachment_plan(cap, a) for a in cap.file_attachments()]).to_pylist()
     assert f["text"] == "".join(r.decode() + "\n" for r in records)
 
 
@@ -404,7 +406,7 @@ def test_every_listed_date_datetime_time_format(tmp_path, encoding):
             expected[v.name] = (typ, want, fmt)
     attachments = [enc.dataset_attachment(DS_KEY, "work", "fmts", variables, [row, [Missing()] * len(row)])]
     cap = open_capture(tmp_path, enc.transmission(HEADER_CID, MSG_CID, APP_MESSAGE, attachments))
-    table = cap.dataset_table()
+    table = read(cap)
     wrong = {}
     for name, (typ, want, fmt) in expected.items():
         got_type = table.schema.field(name).type
@@ -444,10 +446,10 @@ def test_conflicting_duplicate_is_an_error(tmp_path):
     changed = bytearray(original.payload)
     changed[-1] ^= 0xFF
     cap = open_capture(tmp_path, msgs + [enc.message(100001, target, bytes(changed))])
-    row = {r["attachment"]: r for r in cap.attachments_table().to_pylist()}[DS_KEY.hex().upper()]
+    row = {r["attachment"]: r for r in read(cap, view="attachments").to_pylist()}[DS_KEY.hex().upper()]
     assert row["complete"] is False or row["problem"]
     with pytest.raises(CmiFormatError):
-        cap.dataset_table()
+        read(cap)
 
 
 @pytest.mark.parametrize("seq_big", [True, False])
@@ -456,7 +458,7 @@ def test_empty_text_file_single_sequenced_message(tmp_path, seq_big):
     att = enc.file_attachment(TXT_KEY, "empty.txt", [], lrecl=80)
     assert len(att["payloads"]) == 1
     cap = open_capture(tmp_path, enc.transmission(HEADER_CID, MSG_CID, APP_MESSAGE, [att]))
-    row = cap.attachments_table().to_pylist()[0]
+    row = read(cap, view="attachments").to_pylist()[0]
     assert (row["complete"], row["expected_messages"]) == (True, 1)
-    (f,) = files_table([cap.plan(a) for a in cap.file_attachments()]).to_pylist()
+    (f,) = files_table([attachment_plan(cap, a) for a in cap.file_attachments()]).to_pylist()
     assert (f["lrecl"], f["size"], f["content"], f["text"]) == (80, 0, b"", "")

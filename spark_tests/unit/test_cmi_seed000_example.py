@@ -28,7 +28,8 @@ import struct
 
 import pytest
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
+from cmi_datasource.engine.plan import attachment_plan
 from cmi_datasource.engine.tables import files_table
 
 HEADER_CID = bytes.fromhex("11111111111111111111111111111111" "00000000" "00000000")
@@ -134,7 +135,7 @@ def test_seed000_external_file_example(tmp_path, attachment_type, kind, nul):
     path.write_text(dump_text(physical_messages(attachment_type, nul)), encoding="ascii")
     cap = Capture.open(str(path))
 
-    rows = cap.attachments_table().to_pylist()
+    rows = read(cap, view="attachments").to_pylist()
     assert len(rows) == 1
     row = rows[0]
     assert row["attachment"] == KEY
@@ -147,7 +148,7 @@ def test_seed000_external_file_example(tmp_path, attachment_type, kind, nul):
     assert row["found_messages"] == 3
     assert not row["problem"]
 
-    (f,) = files_table([cap.plan(a) for a in cap.file_attachments()]).to_pylist()
+    (f,) = files_table([attachment_plan(cap, a) for a in cap.file_attachments()]).to_pylist()
     assert (f["attachment"], f["name"], f["kind"]) == (KEY, "d:\\mytext.txt", kind)
     assert (f["lrecl"], f["size"]) == (LRECL, FILE_SIZE)
     if kind == "text":
@@ -164,7 +165,7 @@ def test_seed000_example_in_any_order(tmp_path):
     path = tmp_path / "seed000_shuffled.dmp"
     path.write_text(dump_text(reordered), encoding="ascii")
     cap = Capture.open(str(path))
-    (row,) = cap.attachments_table().to_pylist()
+    (row,) = read(cap, view="attachments").to_pylist()
     assert (row["attachment"], row["kind"], row["complete"], row["expected_messages"]) == (KEY, "text", True, 3)
-    (f,) = files_table([cap.plan(a) for a in cap.file_attachments()]).to_pylist()
+    (f,) = files_table([attachment_plan(cap, a) for a in cap.file_attachments()]).to_pylist()
     assert f["text"] == TEXT

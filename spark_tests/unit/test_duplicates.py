@@ -14,7 +14,7 @@ import struct
 import pyarrow as pa
 import pytest
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
 from cmi_datasource.cmi.assembly import ROLE_APPLICATION, ROLE_COUNT, ROLE_HEADER, ROLE_OTHER, ROLE_SEQUENCED
 from cmi_datasource.engine.write import DatasetToWrite, FileToWrite, WriteOptions
 from cmi_datasource.errors import IncompleteAttachmentError
@@ -36,11 +36,11 @@ def transmission():
 
 
 def messages(capture):
-    return capture.messages_table().to_pylist()
+    return read(capture, view="messages").to_pylist()
 
 
 def attachments(capture):
-    return {r["name"]: r for r in capture.attachments_table().to_pylist()}
+    return {r["name"]: r for r in read(capture, view="attachments").to_pylist()}
 
 
 def position(rows, role, attachment=None, sequence=None):
@@ -85,8 +85,8 @@ def test_a_repeated_sequenced_message_is_counted_and_named(tmp_path, clean):
     people = atts["WORK.PEOPLE"]["attachment"]
     assert (copy["role"], copy["attachment"], copy["sequence"]) == (ROLE_SEQUENCED, people, 2)
     assert all(r["duplicate_of"] is None for r in noisy_rows[:-1])
-    assert noisy.dataset_table().equals(capture.dataset_table())
-    assert noisy.files_table().equals(capture.files_table())
+    assert read(noisy).equals(read(capture))
+    assert read(noisy, view="files").equals(read(capture, view="files"))
 
 
 def test_repeated_header_application_and_count_messages_count_for_their_attachments(tmp_path, clean):
@@ -103,7 +103,7 @@ def test_repeated_header_application_and_count_messages_count_for_their_attachme
     assert [c["duplicate_of"] for c in copies] == [{"source": path, "index": i + 1}
                                                    for i in (count, header, application, count)]
     assert [c["role"] for c in copies] == [ROLE_COUNT, ROLE_HEADER, ROLE_APPLICATION, ROLE_COUNT]
-    assert noisy.dataset_table().equals(capture.dataset_table())
+    assert read(noisy).equals(read(capture))
     assert len(noisy.assembly.duplicates) == 4
 
 
@@ -124,8 +124,8 @@ def test_copies_in_a_second_file_of_the_load_name_the_message_in_the_first(tmp_p
     assert [r["duplicate_of"] for r in in_second] == [None] + [{"source": first, "index": i + 1}
                                                               for i in (line, count, header)]
     assert in_second[0]["role"] == ROLE_OTHER
-    assert noisy.dataset_table().equals(capture.dataset_table())
-    assert noisy.files_table().equals(capture.files_table())
+    assert read(noisy).equals(read(capture))
+    assert read(noisy, view="files").equals(read(capture, view="files"))
     # Loaded the other way round, the first file of the load holds the messages that are kept.
     swapped = Capture.open([second, first])
     assert {row["source"] for row in attachments(swapped).values()} == {second}
@@ -149,7 +149,7 @@ def test_conflicting_duplicates_still_make_the_attachment_incomplete(tmp_path, c
     assert its_copy["duplicate_of"] == {"source": path, "index": conflicting["index"]}
     assert original_copy["duplicate_of"] == {"source": path, "index": k + 1}
     with pytest.raises(IncompleteAttachmentError, match="conflicting"):
-        noisy.dataset_table()
+        read(noisy)
     assert attachments(noisy)["notes.txt"]["complete"] is True
 
 
@@ -161,7 +161,7 @@ def test_a_repeated_unreadable_header_is_counted_on_its_row(tmp_path, clean):
     patched = pairs[:header] + [(descriptor, broken)] + pairs[header + 1:]
     path = dump_messages(tmp_path, patched + [(descriptor, broken)])
     capture = Capture.open(path)
-    [row] = capture.attachments_table().to_pylist()
+    [row] = read(capture, view="attachments").to_pylist()
     assert row["kind"] == "header" and row["complete"] is False and row["duplicate_messages"] == 1
     copy = messages(capture)[-1]
     assert copy["duplicate_of"] == {"source": path, "index": header + 1} and copy["role"] == ROLE_HEADER
@@ -198,7 +198,7 @@ def test_a_segmented_message_sent_again_names_its_pieces_piece_by_piece(tmp_path
     copies = noisy_rows[-len(again):]
     assert [c["duplicate_of"] for c in copies] == [{"source": path, "index": k + 1 + i} for i in range(len(first))]
     assert all(c["role"] == ROLE_SEQUENCED and c["sequence"] == 1 for c in copies)
-    assert noisy.dataset_table().equals(capture.dataset_table())
+    assert read(noisy).equals(read(capture))
 
 
 # -- an independently encoded capture ------------------------------------------------------------
@@ -232,13 +232,13 @@ def test_independently_encoded_duplicates_shuffled(tmp_path):
         assert (kept["correl_id"], kept["payload"], kept["duplicate_of"]) == (copy["correl_id"], copy["payload"], None)
         assert (kept["role"], kept["attachment"], kept["sequence"]) == (copy["role"], copy["attachment"],
                                                                          copy["sequence"])
-    found = {r["attachment"]: r for r in capture.attachments_table().to_pylist()}
+    found = {r["attachment"]: r for r in read(capture, view="attachments").to_pylist()}
     assert found[DS_KEY.hex().upper()]["duplicate_messages"] == 2  # header, application message
     assert found[TXT_KEY.hex().upper()]["duplicate_messages"] == 4
     assert all(r["complete"] for r in found.values())
-    [text_file] = [r for r in capture.files_table().to_pylist() if r["attachment"] == TXT_KEY.hex().upper()]
+    [text_file] = [r for r in read(capture, view="files").to_pylist() if r["attachment"] == TXT_KEY.hex().upper()]
     assert text_file["text"] == "".join(f"line {i}\n" for i in range(20))
-    assert capture.dataset_table().column("X").to_pylist() == [i * 0.5 for i in range(10)]
+    assert read(capture).column("X").to_pylist() == [i * 0.5 for i in range(10)]
 
 
 def test_a_segment_repeated_inside_its_group_is_named_and_counted(tmp_path, clean):
@@ -260,4 +260,4 @@ def test_a_segment_repeated_inside_its_group_is_named_and_counted(tmp_path, clea
     first, copy = noisy_rows[k], noisy_rows[k + 1]
     assert first["duplicate_of"] is None and copy["duplicate_of"] == {"source": path, "index": k + 1}
     assert (copy["role"], copy["sequence"]) == (ROLE_SEQUENCED, 1)
-    assert noisy.dataset_table().equals(capture.dataset_table())
+    assert read(noisy).equals(read(capture))

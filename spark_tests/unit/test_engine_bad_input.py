@@ -6,6 +6,7 @@ import struct
 import pyarrow as pa
 import pytest
 
+from cmi_datasource import read
 from cmi_datasource.engine.capture import Capture
 from cmi_datasource.engine.write import DatasetToWrite, FileToWrite
 from cmi_datasource.errors import AttachmentError, CmiFormatError, DumpSyntaxError, TruncatedError
@@ -36,7 +37,7 @@ def test_string_length_pointing_past_the_end_of_the_definition():
     lying = definition[:8] + struct.pack("<i", 1 << 30) + definition[12:]
     cap = capture(patched(pairs, 2, lying))
     with pytest.raises(TruncatedError) as e:
-        cap.dataset_table()
+        read(cap)
     assert e.value.source == "memory.dmp" and e.value.message_index == 2
     assert e.value.offset == 12  # right after the length field that lied
     assert "remain" in str(e.value)
@@ -50,7 +51,7 @@ def test_variable_count_larger_than_the_definitions_can_hold():
     definition[nobs_at + 4:nobs_at + 8] = struct.pack("<i", 10_000_000)
     cap = capture(patched(pairs, 2, bytes(definition)))
     with pytest.raises(CmiFormatError, match="10000000 variables") as e:
-        cap.dataset_table()
+        read(cap)
     assert e.value.message_index == 3
 
 
@@ -59,11 +60,11 @@ def test_header_attachment_count_larger_than_the_header():
     header = bytearray(pairs[0][1])
     header[76:80] = struct.pack("<i", 2 ** 31 - 1)  # after 24 + long + 24 + 24 bytes
     cap = capture(patched(pairs, 0, bytes(header)))
-    [row] = cap.attachments_table().to_pylist()
+    [row] = read(cap, view="attachments").to_pylist()
     assert row["kind"] == "header" and row["complete"] is False
     assert "no CMI layout" in row["problem"] and "message 1," in row["problem"]
     with pytest.raises(AttachmentError, match="1 unreadable headers") as e:
-        cap.dataset_table()
+        read(cap)
     assert e.value.message_number == 1 and "option('view', 'attachments') lists every header" in e.value.hint
 
 
@@ -73,7 +74,7 @@ def test_file_record_length_past_the_end():
     records[0:4] = struct.pack("<i", 999)
     cap = capture(patched(pairs, 3, bytes(records)))
     with pytest.raises(TruncatedError) as e:
-        cap.files_table()
+        read(cap, view="files")
     assert e.value.message_index == 3 and e.value.offset == 4
 
 
@@ -86,11 +87,11 @@ def test_dump_cut_in_the_middle_of_a_line(tmp_path):
     path.write_bytes(data[:cut])
     cap = Capture.open(str(path))  # the capture opens: its messages are listed, the cut one with its problem
     bad_line = data.index(b"X ", len(data) // 2)
-    [damaged] = [row for row in cap.messages_table().to_pylist() if row["problem"]]
+    [damaged] = [row for row in read(cap, view="messages").to_pylist() if row["problem"]]
     assert damaged["index"] == len(cap.messages) and "not an even run of hex digits" in damaged["problem"]
     assert damaged["payload"] == b"" and damaged["attachment"] is not None  # its attribute lines still read
     with pytest.raises(DumpSyntaxError) as e:
-        cap.dataset_table()  # FAILFAST, the default
+        read(cap)  # FAILFAST, the default
     assert e.value.source == str(path) and e.value.offset == bad_line
     assert e.value.attachment == damaged["attachment"] and e.value.sequence == damaged["sequence"]
 
@@ -105,6 +106,6 @@ def test_dump_cut_at_a_line_end_loses_no_rows_silently(tmp_path):
     path.write_bytes(data[:last_data_line])  # the last observation message loses its last line
     cap = Capture.open(str(path))
     with pytest.raises(CmiFormatError) as e:
-        cap.dataset_table()
+        read(cap)
     assert "incomplete" in str(e.value) or "observation" in str(e.value)
     assert not cap.attachments[0].complete or e.value.message_index is not None

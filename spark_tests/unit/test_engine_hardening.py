@@ -8,7 +8,7 @@ import struct
 import pyarrow as pa
 import pytest
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
 from cmi_datasource.engine import index
 from cmi_datasource.transports.mq.dmpmqmsg import write_dump
 from cmi_datasource.engine.tables import messages_table
@@ -20,7 +20,7 @@ from cmi_datasource.transports.mq.message import mq_message
 from cmi_datasource.transports.mq.mqmd import MQMD
 
 from conftest import dump_messages as dump
-from support import build_mq_messages
+from support import build_mq_messages, slices_of
 
 ONE = pa.table({"X": [1.0, 2.0]})
 
@@ -29,7 +29,7 @@ def test_a_huge_count_is_reported_without_allocating_it(tmp_path):
     messages = build_mq_messages([DatasetToWrite(ONE, "LIB", "DS")])
     descriptor, _ = messages[-1]
     messages[-1] = (descriptor, struct.pack("<i", 2 ** 31 - 1))
-    [row] = Capture.open(dump(tmp_path, messages)).attachments_table().to_pylist()
+    [row] = read(dump(tmp_path, messages), view="attachments").to_pylist()
     assert row["complete"] is False and row["expected_messages"] == 2 ** 31 - 1
     assert "missing [4, 5, 6" in row["problem"]
 
@@ -38,8 +38,8 @@ def test_an_unreadable_header_is_listed_and_the_rest_still_reads(tmp_path):
     messages = build_mq_messages([DatasetToWrite(ONE, "LIB", "DS")])
     stray = (MQMD(msg_type=100000, correl_id=b"\x01" * 24), b"not a CMI header")
     cap = Capture.open(dump(tmp_path, messages + [stray]))
-    assert cap.dataset_table().num_rows == 2
-    rows = {r["kind"]: r for r in cap.attachments_table().to_pylist()}
+    assert read(cap).num_rows == 2
+    rows = {r["kind"]: r for r in read(cap, view="attachments").to_pylist()}
     assert rows["header"]["complete"] is False and "no CMI layout" in rows["header"]["problem"]
     assert rows["header"]["attachment"] == "01" * 16
 
@@ -56,10 +56,10 @@ def test_text_file_in_another_code_page_is_a_typed_error(tmp_path):
     relabelled = [(d.__class__(**{**d.__dict__, "ccsid": 1208}), p) for d, p in messages]
     cap = Capture.open(dump(tmp_path, relabelled))
     with pytest.raises(ValueConversionError, match="record 1 of the text file is not valid utf-8"):
-        cap.files_table()
+        read(cap, view="files")
     from cmi_datasource.charsets import CharsetPolicy
     fixed = Capture.open(dump(tmp_path, relabelled, "again.dmp"), CharsetPolicy(override=819))
-    assert fixed.files_table().column("text").to_pylist() == ["caf\u00e9\n"]
+    assert read(fixed, view="files").column("text").to_pylist() == ["caf\u00e9\n"]
 
 
 def test_a_file_rewritten_with_the_same_size_and_mtime_is_indexed_again(tmp_path):
@@ -71,14 +71,14 @@ def test_a_file_rewritten_with_the_same_size_and_mtime_is_indexed_again(tmp_path
         write_dump(f, build_mq_messages([DatasetToWrite(table(1), "LIB", "DS")],
                                      options=WriteOptions(deterministic_seed="a")), created="first")
     stat = os.stat(path)
-    assert Capture.open(str(path)).dataset_table().column("X").to_pylist()[-1] == 2999.0
+    assert read(str(path)).column("X").to_pylist()[-1] == 2999.0
     data = path.read_bytes()
     with open(path, "wb") as f:
         write_dump(f, build_mq_messages([DatasetToWrite(table(-1), "LIB", "DS")],
                                      options=WriteOptions(deterministic_seed="a")), created="secnd")
     assert len(path.read_bytes()) == len(data)
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as cp -p or rsync -t would
-    assert Capture.open(str(path)).dataset_table().column("X").to_pylist()[-1] == -2999.0
+    assert read(str(path)).column("X").to_pylist()[-1] == -2999.0
 
 
 def test_reading_a_message_that_changed_since_planning_is_an_error(tmp_path):
@@ -86,7 +86,7 @@ def test_reading_a_message_that_changed_since_planning_is_an_error(tmp_path):
                                                          "LIB", "DS")]))
     cap = Capture.open(path)
     [att] = cap.attachments
-    [part] = cap.dataset_slices(att, 1 << 40)
+    [part] = slices_of(cap, att, 1 << 40)
     data = bytearray(open(path, "rb").read())
     at = data.rindex(b"X 0000")  # an observation line: zero bytes become other zero-width bytes
     data[at + 2:at + 6] = b"FFFF"
@@ -115,7 +115,7 @@ def test_zos_two_byte_numerics_and_nanosecond_timestamps_are_written(tmp_path):
     table = pa.table({"N": [1.0, 16.0], "T": pa.array([dt.datetime(2020, 1, 1, 0, 0, 0, 123456), None],
                                                       pa.timestamp("ns"))}, schema=schema)
     messages = build_mq_messages([DatasetToWrite(table, "LIB", "ZOS")], options=WriteOptions(encoding=785, ccsid=37))
-    rows = Capture.open(dump(tmp_path, messages)).dataset_table().to_pylist()
+    rows = read(dump(tmp_path, messages)).to_pylist()
     assert rows == [{"N": 1.0, "T": dt.datetime(2020, 1, 1, 0, 0, 0, 123456)}, {"N": 16.0, "T": None}]
     with pytest.raises(CmiEncodeError, match="sas_length 2 is not 3..8"):
         build_mq_messages([DatasetToWrite(table, "LIB", "IEEE")])

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from cmi_datasource import Capture, cache
+from cmi_datasource import Capture, cache, read
 from cmi_datasource.engine import index
 from cmi_datasource.transports.mq.dmpmqmsg import read_dump, write_dump
 from cmi_datasource.engine.decode import slice_batches
@@ -14,7 +14,7 @@ from cmi_datasource.engine.write import DatasetToWrite
 
 from cmi_datasource.transports import capture_format
 
-from support import STRADDLING_ROWS as N, STRADDLING_TABLE as TABLE, build_mq_messages
+from support import STRADDLING_ROWS as N, STRADDLING_TABLE as TABLE, build_mq_messages, slices_of
 
 DMPMQMSG = capture_format("dmpmqmsg")
 
@@ -26,19 +26,19 @@ def test_planning_keeps_only_the_start_of_large_payloads(tmp_path):
     observation_messages = [m for m in cap.messages if m.length > index.KEEP_BYTES]
     assert observation_messages and all(m.is_partial and len(m.payload) == index.KEEP_BYTES
                                         for m in observation_messages)
-    assert cap.dataset_table().to_pylist() == TABLE.to_pylist()
+    assert read(cap).to_pylist() == TABLE.to_pylist()
 
 
 @pytest.mark.parametrize("target", [5_000, 20_011, 333_333, 10 ** 9])
 def test_slices_cover_every_row_once_at_observation_boundaries(big_dump, target):
     cap = Capture.open(big_dump)
     [att] = cap.attachments
-    slices = cap.dataset_slices(att, target)
+    slices = slices_of(cap, att, target)
     assert slices[0].first_row == 0 and slices[-1].last_row == N
     assert all(a.last_row == b.first_row and a.first_row < a.last_row for a, b in zip(slices, slices[1:]))
     if target < 10 ** 9:
         assert len(slices) > 1
-        assert all(len(s.refs) < len(cap.dataset_slices(att, 10 ** 9)[0].refs) for s in slices)
+        assert all(len(s.messages) < len(slices_of(cap, att, 10 ** 9)[0].messages) for s in slices)
     rows = [r for s in slices for b in slice_batches(s, batch_rows=777) for r in b.to_pylist()]
     assert rows == TABLE.to_pylist()
 
@@ -146,7 +146,9 @@ def test_a_capture_is_freed_by_reference_counting_alone(samples_dir, monkeypatch
     gc.disable()
     try:
         cap = Capture.open(samples_dir)
-        cap.attachments_table(), cap.variables_table(), cap.files_table(), cap.dataset_table("SALES.MONTHLY")
+        for view in ("attachments", "variables", "files"):
+            read(cap, view=view)
+        read(cap, dataset="SALES.MONTHLY")
         monkeypatch.setattr(capture, "read_layout", lambda *a: (_ for _ in ()).throw(DatasetLayoutError("bad")))
         cap._layouts.clear()
         with pytest.raises(DatasetLayoutError):

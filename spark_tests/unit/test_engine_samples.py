@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
 
 from conftest import ROOT, SAMPLES
 
@@ -26,29 +26,29 @@ def test_samples_are_regenerated_byte_for_byte(tmp_path):
 
 def test_every_sample_attachment_decodes_and_only_the_lost_one_is_incomplete():
     capture = Capture.open(SAMPLES)
-    attachments = capture.attachments_table().to_pylist()
+    attachments = read(capture, view="attachments").to_pylist()
     assert len(attachments) == 14
     [incomplete] = [a for a in attachments if not a["complete"]]
     assert incomplete["name"] == "FIN.RETURNS" and incomplete["problem"].endswith("missing [4]")
     assert all(a["problem"] is None for a in attachments if a is not incomplete)
-    assert len(capture.files_table()) == 5
+    assert len(read(capture, view="files")) == 5
     assert set(capture.formats.values()) == {"dmpmqmsg", "amqsbcg", "tibrv", "mqtt", "sapdb"}
     for a in attachments:
         if a["kind"] == "dataset" and a["complete"]:
-            assert capture.dataset_table(attachment=a["attachment"]).num_rows == a["observations"]
+            assert read(capture, attachment=a["attachment"]).num_rows == a["observations"]
 
 
 def test_the_nightly_batch_has_three_senders_spread_over_the_night():
     """nightly_batch.dmp, the notebook's story: UTF-8 sales with a notes file, an EBCDIC inventory
     from z/OS, and returns that lost their second observation message."""
     capture = Capture.open(os.path.join(SAMPLES, "nightly_batch.dmp"))
-    messages = capture.messages_table().to_pylist()
+    messages = read(capture, view="messages").to_pylist()
     assert {(m["encoding"], m["ccsid"]) for m in messages} == {(546, 1208), (785, 37)}
     assert [m["put_time"] for m in messages][:3] == ["22000000", "22000100", "22000200"]
     assert sorted({m["put_time"][:4] for m in messages}) == ["2200", "2205", "2210"]
-    sales = capture.dataset_table("FIN.DAILY_SALES")
+    sales = read(capture, dataset="FIN.DAILY_SALES")
     assert sales.num_rows == 543 and sales.column_names == ["DAY", "REGION", "AMOUNT", "UNITS"]
-    inventory = capture.dataset_table("PROD.INVENTORY").to_pylist()
+    inventory = read(capture, dataset="PROD.INVENTORY").to_pylist()
     assert inventory[2]["WAREHOUSE"] == "Kraków" and inventory[0]["ON_HAND"] is None
     returns = [m for m in messages if m["attachment"] is not None and m["sequence"] is not None
                and m["put_time"].startswith("2210")]

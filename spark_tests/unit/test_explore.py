@@ -14,6 +14,7 @@ matplotlib.use("Agg")  # no display in tests; set before pyplot is first importe
 import matplotlib.colors as mcolors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
+from cmi_datasource import read
 from cmi_datasource.engine.capture import Capture  # noqa: E402
 from cmi_datasource.explore import labelled, plots, summarize  # noqa: E402
 from cmi_datasource.explore.frames import labels_of, to_pandas  # noqa: E402
@@ -32,17 +33,17 @@ def capture():
 
 @pytest.fixture(scope="module")
 def messages(capture):
-    return capture.messages_table()
+    return read(capture, view="messages")
 
 
 @pytest.fixture(scope="module")
 def attachments(capture):
-    return capture.attachments_table()
+    return read(capture, view="attachments")
 
 
 @pytest.fixture(scope="module")
 def sales(capture):
-    return capture.dataset_table("FIN.DAILY_SALES")
+    return read(capture, dataset="FIN.DAILY_SALES")
 
 
 @pytest.fixture(autouse=True)

@@ -347,8 +347,8 @@ def test_planning_a_read_imports_no_numba():
               "source = pyspark_cmi.DefaultSource({'path': %r})\n"
               "source.reader(source.schema()).partitions()\n"
               "assert 'numba' not in sys.modules, 'planning imported numba'\n"
-              "from cmi_datasource import Capture\n"
-              "assert Capture.open([%r]).dataset_table().num_rows == 6 and 'numba' in sys.modules\n"
+              "from cmi_datasource import read\n"
+              "assert read([%r]).num_rows == 6 and 'numba' in sys.modules\n"
               % (os.path.join(SAMPLES, "mixed_types.dmp"), os.path.join(SAMPLES, "mixed_types.dmp")))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, PYTHONPATH=ROOT))

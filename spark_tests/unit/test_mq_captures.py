@@ -14,7 +14,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmi_datasource import Capture, transports
+from cmi_datasource import Capture, read, transports
 from cmi_datasource.engine.decode import slice_batches
 from cmi_datasource.engine.write import DatasetToWrite, FileToWrite, WriteOptions
 from cmi_datasource.errors import DumpSyntaxError, TruncatedError
@@ -24,7 +24,7 @@ from cmi_datasource.transports.mq.dmpmqmsg import write_dump
 from cmi_datasource.transports.mq.envelope import unwrap
 from cmi_datasource.transports.mq.message import mqmd_of
 
-from support import build_mq_messages
+from support import build_mq_messages, slices_of
 
 TABLE = pa.table({"ID": pa.array([float(i) for i in range(700)]),
                   "NAME": pa.array([f"name {i} ü" if i % 5 else None for i in range(700)])})
@@ -45,9 +45,9 @@ def written(tmp_path, name, write, messages=None, **kwargs) -> str:
 
 def view_of(capture):
     """What a user compares: rows, files, and the messages view's descriptors and payloads."""
-    messages = capture.messages_table().select(["msg_type", "msg_id", "correl_id", "encoding", "ccsid", "format",
+    messages = read(capture, view="messages").select(["msg_type", "msg_id", "correl_id", "encoding", "ccsid", "format",
                                                 "put_date", "put_time", "group_id", "role", "payload"])
-    return capture.dataset_table().to_pylist(), capture.files_table().to_pylist(), messages.to_pylist()
+    return read(capture).to_pylist(), read(capture, view="files").to_pylist(), messages.to_pylist()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,19 +278,19 @@ def test_amqsbcg_layout_variants(tmp_path, variant):
 def test_a_message_the_browse_buffer_cut_makes_its_attachment_incomplete(tmp_path):
     path = written(tmp_path, "cut.txt", write_browse, buffer_bytes=1000)
     capture = Capture.open(path)
-    dataset = next(a for a in capture.attachments_table().to_pylist() if a["name"] == "LIB.BROWSED")
+    dataset = next(a for a in read(capture, view="attachments").to_pylist() if a["name"] == "LIB.BROWSED")
     assert dataset["complete"] is False
     # Message 2 (the variable definitions) is shorter than the buffer; the observations are cut.
     assert "sequenced message 2:" not in dataset["problem"]
     assert "sequenced message 3: the capture holds 1000 of its 1200 bytes" in dataset["problem"]
-    cut = [r for r in capture.messages_table().to_pylist() if r["problem"]]
+    cut = [r for r in read(capture, view="messages").to_pylist() if r["problem"]]
     assert cut and all(len(r["payload"]) == 1000 and "browse buffer" in r["problem"] for r in cut)
 
 
 def test_partitions_decode_amqsbcg_rows_with_the_kernel(tmp_path, monkeypatch):
     capture = Capture.open(written(tmp_path, "q.txt", write_browse))
     [att] = [a for a in capture.attachments if a.entry.name == "LIB.BROWSED"]
-    slices = capture.dataset_slices(att, 2000)
+    slices = slices_of(capture, att, 2000)
     assert len(slices) > 3
     refused = []
     original = amqsbcg.parse_browse
@@ -344,7 +344,7 @@ def test_compressed_captures_read_like_the_plain_file(tmp_path, suffix, write):
     assert view_of(capture) == view_of(Capture.open(plain))
     # One partition reads an attachment held in a compressed file: the stream is decompressed once.
     [att] = [a for a in capture.attachments if a.entry.name == "LIB.BROWSED"]
-    [part] = capture.dataset_slices(att, 100)
+    [part] = slices_of(capture, att, 100)
     assert [r for b in slice_batches(part, batch_rows=64) for r in b.to_pylist()] == TABLE.to_pylist()
 
 
@@ -377,7 +377,7 @@ def test_messages_view_payload_is_each_message_after_its_mq_headers(tmp_path):
     from mq_traffic import plain, xmitq
     messages = [xmitq(d, p) for d, p in plain()]
     capture = Capture.open(written(tmp_path, "xmit.dmp", write_dump, messages))
-    rows = capture.messages_table().to_pylist()
+    rows = read(capture, view="messages").to_pylist()
     assert [r["payload"] for r in rows] == [p for _, p in plain()]  # re-read whole where planning kept 256 bytes
     assert max(len(r["payload"]) for r in rows) > 256 and all(r["headers"] == ["MQXQH"] for r in rows)
     assert all(r["length"] == len(r["payload"]) + 428 for r in rows)  # MQXQH with its MQMD
@@ -386,7 +386,7 @@ def test_messages_view_payload_is_each_message_after_its_mq_headers(tmp_path):
 def test_sample_amqsbcg_capture_is_recognised(samples_dir):
     path = os.path.join(samples_dir, "amqsbcg_browse.txt")
     capture = Capture.open(path)
-    assert capture.formats == {path: "amqsbcg"} and capture.dataset_table().num_rows > 0
+    assert capture.formats == {path: "amqsbcg"} and read(capture).num_rows > 0
 
 
 @settings(max_examples=150, deadline=None)

@@ -5,6 +5,7 @@ import io
 
 import pytest
 
+from cmi_datasource import read
 from cmi_datasource.transports.base import read_spans
 from cmi_datasource.transports.mq.dmpmqmsg import (format_message, parse_dump, read_dump,
                                              write_dump)
@@ -545,8 +546,8 @@ def test_an_attribute_number_too_large_for_its_four_bytes_is_a_damaged_message(t
     path = tmp_path / "big.dmp"
     path.write_bytes(text[:at] + b"A MST 10000000000000000000000000000" + text[line_end:])
     capture = Capture.open(str(path))
-    [damaged] = [r for r in capture.messages_table().to_pylist() if r["problem"]]
+    [damaged] = [r for r in read(capture, view="messages").to_pylist() if r["problem"]]
     assert "does not fit the field's 4 bytes" in damaged["problem"] and damaged["index"] == 1
     with pytest.raises(DumpSyntaxError, match="does not fit") as e:
-        capture.dataset_table()
+        read(capture)
     assert e.value.offset == at

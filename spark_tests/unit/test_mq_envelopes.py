@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
 from cmi_datasource.transports.mq.mqget import write_capture
 from cmi_datasource.engine.tables import messages_table
 from cmi_datasource.errors import AttachmentError, IncompleteAttachmentError
@@ -21,9 +21,10 @@ from cmi_datasource.transports.mq.mqmd import MQMF_LAST_SEGMENT, MQMF_SEGMENT
 
 from conftest import dump_messages as write
 from mq_traffic import EXPECTED, dead_letter, mqmde, plain, rfh2, segmented, v1_with_mqmde, xmitq
+from support import slices_of
 
 def rows_of(path):
-    return Capture.open(path).dataset_table().to_pylist()
+    return read(path).to_pylist()
 
 
 
@@ -114,7 +115,7 @@ def test_segments_shuffled_and_duplicated_are_joined(tmp_path, with_mqmde):
     messages = segmented(plain(), rng=random.Random(7), with_mqmde=with_mqmde)
     path = write(tmp_path, messages)
     cap = Capture.open(path)
-    assert cap.dataset_table().to_pylist() == EXPECTED
+    assert read(cap).to_pylist() == EXPECTED
     rows = messages_table(cap).to_pylist()
     assert all(r["in_attachment"] for r in rows)
     pieces = [r for r in rows if r["msg_flags"] & MQMF_SEGMENT]
@@ -127,17 +128,17 @@ def test_a_missing_segment_makes_the_attachment_incomplete(tmp_path):
                   if d.msg_flags == MQMF_SEGMENT and d.offset == 100)  # a middle segment
     del messages[victim]
     cap = Capture.open(write(tmp_path, messages))
-    [att] = cap.attachments_table().to_pylist()
+    [att] = read(cap, view="attachments").to_pylist()
     assert att["complete"] is False and "gap: bytes 100 to 200 are missing" in att["problem"]
     with pytest.raises(IncompleteAttachmentError):
-        cap.dataset_table()
+        read(cap)
 
 
 def test_a_missing_last_segment_is_reported(tmp_path):
     messages = segmented(plain())
     victim = max(i for i, (d, _) in enumerate(messages) if d.msg_flags & MQMF_LAST_SEGMENT)
     del messages[victim]
-    [att] = Capture.open(write(tmp_path, messages)).attachments_table().to_pylist()
+    [att] = read(write(tmp_path, messages), view="attachments").to_pylist()
     assert "last segment is missing" in att["problem"]
 
 
@@ -148,7 +149,7 @@ def test_binary_mqget_capture(tmp_path, order, codec):
     with open(path, "wb") as f:
         write_capture(f, messages, order, codec)
     cap = Capture.open(str(path))
-    assert cap.dataset_table().to_pylist() == EXPECTED
+    assert read(cap).to_pylist() == EXPECTED
     assert [m.descriptor.correl_id for m in cap.messages] == [d.correl_id for d, _ in messages]
 
 
@@ -170,7 +171,7 @@ def test_binary_capture_cut_short_is_a_typed_error(tmp_path, cut, descriptor_rea
     if descriptor_reads:
         assert last.descriptor.correl_id == plain()[-1][0].correl_id
     with pytest.raises(TruncatedError) as e:
-        cap.dataset_table()
+        read(cap)
     assert e.value.source == str(path) and e.value.message_index == len(plain()) - 1
     assert (e.value.sequence == 0) == descriptor_reads  # the count message of its attachment
 
@@ -179,7 +180,7 @@ def test_dump_without_descriptors_cannot_be_assembled(tmp_path):
     path = write(tmp_path, [(None, p) for _, p in plain()])
     cap = Capture.open(path)
     with pytest.raises(AttachmentError, match="-dN"):
-        cap.dataset_table()
+        read(cap)
     assert len(messages_table(cap)) == len(plain())
 
 
@@ -202,9 +203,9 @@ def test_partitions_decode_wrapped_messages_across_pieces(tmp_path, monkeypatch,
     messages = plain() if wrap is None else [wrap(d, p) for d, p in plain()]
     cap = Capture.open(write(tmp_path, messages))
     [att] = cap.attachments
-    slices = cap.dataset_slices(att, 3000)
+    slices = slices_of(cap, att, 3000)
     assert len(slices) > 3
-    assert all(bool(s.header_bytes) and (min(s.header_bytes) > 0) == (wrap is not None) for s in slices)
+    assert all(s.messages and (min(m.header_bytes for m in s.messages) > 0) == (wrap is not None) for s in slices)
     rows = [r for s in slices for b in slice_batches(s, batch_rows=37) for r in b.to_pylist()]
     assert rows == EXPECTED
     assert len(pieces) >= len(slices) and (max(pieces) == 1) == (piece_bytes == 1)
@@ -226,7 +227,7 @@ def test_partitions_copy_binary_capture_payloads_in_bulk(tmp_path, monkeypatch, 
         write_capture(f, messages, order, codec)
     cap = Capture.open(str(path))
     [att] = cap.attachments
-    slices = cap.dataset_slices(att, 3000)
+    slices = slices_of(cap, att, 3000)
     assert len(slices) > 3 and all(_decodes_in_bulk(s) for s in slices)
     assert [r for s in slices for b in slice_batches(s, batch_rows=37) for r in b.to_pylist()] == EXPECTED
 
@@ -239,8 +240,8 @@ def test_a_binary_capture_changed_since_planning_is_an_error_naming_the_message(
         write_capture(f, plain())
     cap = Capture.open(str(path))
     [att] = cap.attachments
-    [part] = cap.dataset_slices(att, 1 << 30)
-    victim = part.refs[len(part.refs) // 2][0]  # (source, index, start, end)
+    [part] = slices_of(cap, att, 1 << 30)
+    victim = part.messages[len(part.messages) // 2].spans[0]  # (source, index, start, end)
     data = bytearray(path.read_bytes())
     data[victim[3] - 1] ^= 0xFF  # the last data byte of a planned message
     path.write_bytes(bytes(data))

@@ -10,7 +10,7 @@ import subprocess
 
 import pyarrow as pa
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, build_messages
 from cmi_datasource.transports.mq.mqmd import descriptor_to_bytes
 from cmi_datasource.transports.mq.transport import to_mqmd
@@ -36,9 +36,9 @@ def test_attachments_published_to_mosquitto_read_back_from_tcpdumps_capture(tmp_
     stop_capture()
     capture = Capture.open(str(pcap), use_index_cache=False)
     assert capture.formats[str(pcap)] == "pcap"
-    assert capture.dataset_table(dataset="MQTT.OURS").equals(BY_OUR_WRITER)
-    assert capture.dataset_table(dataset="MQTT.THEIRS").equals(BY_MOSQUITTO_PUB)
-    rows = capture.messages_table().to_pylist()
+    assert read(capture, dataset="MQTT.OURS").equals(BY_OUR_WRITER)
+    assert read(capture, dataset="MQTT.THEIRS").equals(BY_MOSQUITTO_PUB)
+    rows = read(capture, view="messages").to_pylist()
     versions = {r["mqtt_version"] for r in rows if r["mqtt_type"] == "CONNECT"}
     assert versions == {"5.0", "3.1.1"}
     assert all(r["problem"] is None for r in rows), [r["problem"] for r in rows if r["problem"]]

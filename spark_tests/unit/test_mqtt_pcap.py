@@ -8,13 +8,14 @@ import tracemalloc
 import dpkt
 import pytest
 
-from cmi_datasource import Capture, transports
+from cmi_datasource import Capture, read, transports
 from cmi_datasource.engine.decode import slice_batches
 from cmi_datasource.errors import CmiFormatError
 from cmi_datasource.transports.mq.mqmd import descriptor_to_bytes
 
 from test_mqtt_stream import TABLE, cmi_pairs, connect, packet, publish5, publish311
 
+from support import slices_of
 from tcp_frames import Conversation, write_pcap
 
 CLIENT, BROKER, OTHER = ("10.0.0.2", 50123), ("10.0.0.1", 1883), ("10.0.0.3", 40000)
@@ -41,8 +42,8 @@ def test_a_pcap_of_an_mqtt5_connection_reads_the_dataset(tmp_path):
     path = write_pcap(tmp_path / "mqtt.pcap", mqtt5_conversation().frames)
     assert transports.detect_format(path).name == "pcap"
     capture = Capture.open(path)
-    assert capture.dataset_table().equals(TABLE)
-    rows = capture.messages_table().to_pylist()
+    assert read(capture).equals(TABLE)
+    rows = read(capture, view="messages").to_pylist()
     assert rows[0]["mqtt_type"] == "CONNECT" and rows[0]["direction"] == "to broker"
     assert rows[0]["connection"] == "10.0.0.2:50123 -> 10.0.0.1:1883" and rows[0]["frame"] == 3
     assert rows[1]["mqtt_type"] == "CONNACK" and rows[1]["direction"] == "from broker"
@@ -56,7 +57,7 @@ def test_a_pcap_of_an_mqtt5_connection_reads_the_dataset(tmp_path):
     assert dup["role"] == "other" and dup["msg_type"] is None  # no CMI message: the exchange was open
     assert [r["offset"] for r in rows] == sorted(r["offset"] for r in rows)  # frame offsets in the file
     [att] = capture.attachments
-    [part] = capture.dataset_slices(att, 100)  # a capture is read whole: one partition
+    [part] = slices_of(capture, att, 100)  # a capture is read whole: one partition
     assert [r for b in slice_batches(part) for r in b.to_pylist()] == TABLE.to_pylist()
 
 
@@ -70,10 +71,10 @@ def test_segments_out_of_order_retransmitted_and_several_connections(tmp_path):
     frames += frames[10:14]  # retransmissions
     capture = Capture.open(write_pcap(tmp_path / "mixed.pcapng", frames, ng=True))
     assert {a.entry.name for a in capture.attachments} == {"MQTT.ROWS"}
-    connections = {r["connection"] for r in capture.messages_table().to_pylist()}
+    connections = {r["connection"] for r in read(capture, view="messages").to_pylist()}
     assert connections == {"10.0.0.2:50123 -> 10.0.0.1:1883", "10.0.0.3:40000 -> 10.0.0.1:1883"}
     # Both connections carry the same attachment: identical messages, read once.
-    assert capture.dataset_table().equals(TABLE)
+    assert read(capture).equals(TABLE)
 
 
 def test_a_tcp_hole_ends_the_stream_and_says_so(tmp_path):
@@ -83,9 +84,9 @@ def test_a_tcp_hole_ends_the_stream_and_says_so(tmp_path):
     lost = client_data[8]  # a segment of the client's stream, in the middle of the attachment
     frames = c.frames[:lost] + c.frames[lost + 1:]
     capture = Capture.open(write_pcap(tmp_path / "hole.pcap", frames))
-    [att] = capture.attachments_table().to_pylist()
+    [att] = read(capture, view="attachments").to_pylist()
     assert att["complete"] is False
-    holes = [r for r in capture.messages_table().to_pylist() if r["problem"] and "not captured" in r["problem"]]
+    holes = [r for r in read(capture, view="messages").to_pylist() if r["problem"] and "not captured" in r["problem"]]
     assert len(holes) == 1 and holes[0]["direction"] == "to broker"
 
 
@@ -95,7 +96,7 @@ def test_a_cut_capture_loses_nothing_silently(tmp_path):
     write_pcap(path, mqtt5_conversation().frames)
     data = path.read_bytes()
     path.write_bytes(data[:len(data) - 1])  # the broker's last PUBACK loses its last byte
-    rows = Capture.open(str(path), use_index_cache=False).messages_table().to_pylist()
+    rows = read(Capture.open(str(path), use_index_cache=False), view="messages").to_pylist()
     [cut] = [r for r in rows if r["problem"]]
     assert cut["direction"] == "from broker" and "declares 2 bytes; 1 remain" in cut["problem"]
 
@@ -120,7 +121,7 @@ def test_a_record_length_past_the_end_of_the_file_allocates_nothing_for_it(tmp_p
         tracemalloc.reset_peak()
         before = tracemalloc.get_traced_memory()[0]
         try:
-            Capture.open(str(path), use_index_cache=False).messages_table()
+            read(Capture.open(str(path), use_index_cache=False), view="messages")
         except CmiFormatError as e:
             assert e.source == str(path)
         peak = tracemalloc.get_traced_memory()[1] - before
@@ -134,6 +135,6 @@ def test_a_connection_whose_first_client_segment_was_lost(tmp_path):
     c = mqtt5_conversation()
     frames = c.frames[:2] + c.frames[3:]  # the handshake, then the CONNECT's segment is missing
     capture = Capture.open(write_pcap(tmp_path / "lost.pcap", frames), use_index_cache=False)
-    rows = capture.messages_table().to_pylist()
+    rows = read(capture, view="messages").to_pylist()
     [gap] = [r for r in rows if r["problem"] and "were not captured" in r["problem"]]
     assert gap["direction"] == "to broker" and capture.attachments == []

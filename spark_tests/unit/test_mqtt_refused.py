@@ -16,12 +16,14 @@ import struct
 import dpkt
 import pytest
 
-from cmi_datasource import Capture
-from cmi_datasource.cli.reading import read_options, view_table
+from cmi_datasource import Capture, read
+from cmi_datasource.cli.reading import load_of
+from cmi_datasource.engine.reading import table
 from cmi_datasource.errors import CmiOptionError, TruncatedError
 from cmi_datasource.transports.mqtt.packets import MqttFormatError
 
 from live import tcpdump_on  # fixture broker: the live plugin (conftest)
+from support import slices_of
 from tcp_frames import Conversation, write_pcap
 from test_mqtt_stream import TABLE, cmi_pairs, connect, packet, properties, publish5, publish311, user, utf8, varint
 
@@ -85,7 +87,7 @@ def captured(tmp_path, port: int, after_connect: bytes, level: int = 4, capture_
 
 
 def rows_of(path: str, **options) -> list:
-    return Capture.open(path, use_index_cache=False, options=tuple(options.items())).messages_table().to_pylist()
+    return read(Capture.open(path, use_index_cache=False, options=tuple(options.items())), view="messages").to_pylist()
 
 
 def to_broker(rows):
@@ -141,7 +143,7 @@ def test_a_fifth_remaining_length_byte_leaves_the_rest_of_the_direction_one_row_
                                   f"{at} of the stream to its end are not read")
     assert rows[1]["length"] == len(bad) + len(DISCONNECT)
     with pytest.raises(MqttFormatError, match="fifth byte") as raised:  # it may have been anything: FAILFAST
-        Capture.open(path, use_index_cache=False).dataset_table()
+        read(Capture.open(path, use_index_cache=False))
     assert raised.value.offset == rows[1]["offset"]  # the frame's place in the file, not the stream's
 
 
@@ -161,7 +163,7 @@ def test_a_capture_begun_after_the_connect_on_another_port_needs_mqtt_port(tmp_p
         "be told")
     assert rows[1]["problem"] is None and rows[1]["connection"] == late["connection"]
     with pytest.raises(MqttFormatError, match="PUBLISH before any CONNECT"):  # it may have carried CMI
-        Capture.open(path, use_index_cache=False, options=(("mqtt.port", str(broker)),)).dataset_table()
+        read(Capture.open(path, use_index_cache=False, options=(("mqtt.port", str(broker)),)))
 
 
 def test_the_version_the_other_packets_tell_reads_cmi_from_a_capture_begun_after_the_connect(tmp_path, broker):
@@ -169,18 +171,18 @@ def test_the_version_the_other_packets_tell_reads_cmi_from_a_capture_begun_after
     # body only MQTT 5 gives it); CONNECT and CONNACK were not captured, the port is not 1883.
     sent = b"".join(publish5("sas/cmi", p, d.correl_id, d.msg_type) for d, p in cmi_pairs())
     path = captured(tmp_path, broker, sent + DISCONNECT_5, level=5, capture_connect=False)
-    o = read_options([path], {"mqtt.port": str(broker)}, view="messages")  # as Spark would be handed it
-    rows = view_table(o).to_pylist()
+    load = load_of([path], {"mqtt.port": str(broker)}, view="messages")  # as Spark would be handed it
+    rows = table(load).to_pylist()
     assert {r["mqtt_version"] for r in rows} == {"5.0"} and all(r["problem"] is None for r in rows)
     assert sum(r["in_attachment"] for r in rows) == len(cmi_pairs())
-    dataset = view_table(read_options([path], {"mqtt.port": str(broker)}, view="dataset"))
+    dataset = table(load_of([path], {"mqtt.port": str(broker)}, view="dataset"))
     assert dataset.equals(TABLE)
 
 
 def test_mqtt_port_is_checked():
     with pytest.raises(CmiOptionError, match="option mqtt.port must be TCP port numbers separated by commas"):
-        read_options(["x.pcap"], {"mqtt.port": "1883,http"})
-    assert read_options(["x.pcap"], {"MQTT.PORT": "1884"}).transport_options == (("mqtt.port", "1884"),)
+        load_of(["x.pcap"], {"mqtt.port": "1883,http"})
+    assert load_of(["x.pcap"], {"MQTT.PORT": "1884"}).options.transport_options == (("mqtt.port", "1884"),)
 
 
 # -- a TCP gap: frames written by hand -----------------------------------------------------------
@@ -228,22 +230,22 @@ def late_mqtt5_beside_another_connection(tmp_path) -> str:
 def test_a_pcap_read_frame_by_frame_holds_publishes_until_a_later_packet_tells_the_version(tmp_path):
     path = late_mqtt5_beside_another_connection(tmp_path)
     capture = Capture.open(path, use_index_cache=False, options=(("mqtt.port", "1884"),))
-    rows = capture.messages_table().to_pylist()
+    rows = read(capture, view="messages").to_pylist()
     late = [r for r in rows if r["connection"].endswith(":1884")]
     assert [r["mqtt_type"] for r in late] == ["PUBLISH"] * len(cmi_pairs()) + ["PUBACK"]
     assert {r["mqtt_version"] for r in late} == {"5.0"} and all(r["problem"] is None for r in rows)
     assert [r["frame"] for r in rows] == sorted(r["frame"] for r in rows)  # capture order across connections
     assert {r["mqtt_version"] for r in rows if r not in late} == {"3.1.1"}
-    assert capture.dataset_table().equals(TABLE)
+    assert read(capture).equals(TABLE)
 
 
 def test_what_waits_for_the_version_is_bounded_by_max_record_bytes(tmp_path):
     path = late_mqtt5_beside_another_connection(tmp_path)
     try:
-        read_options([path], {"maxRecordBytes": "1500"})  # fewer bytes than the PUBLISHes before the PUBACK
+        load_of([path], {"maxRecordBytes": "1500"})  # fewer bytes than the PUBLISHes before the PUBACK
         rows = rows_of(path, **{"mqtt.port": "1884"})
     finally:
-        read_options([path], {})
+        load_of([path], {})
     late = [r for r in rows if r["connection"].endswith(":1884")]
     assert [r["mqtt_type"] for r in late] == ["PUBLISH"] * len(cmi_pairs()) + ["PUBACK"]
     assert all(r["problem"].startswith("PUBLISH before any CONNECT that names the protocol, and no other packet")
@@ -264,7 +266,7 @@ def test_what_waits_for_the_version_is_bounded_by_max_record_bytes(tmp_path):
 def test_a_raw_stream_reads_on_after_a_refused_packet(tmp_path, bad, problem):
     path = tmp_path / "s.mqtt"
     path.write_bytes(connect(4, "c") + bad + publish311("sas/next", b"after") + DISCONNECT)
-    rows = Capture.open(str(path), use_index_cache=False).messages_table().to_pylist()
+    rows = read(Capture.open(str(path), use_index_cache=False), view="messages").to_pylist()
     assert [r["problem"] for r in rows] == [None, problem, None, None]
     assert rows[1]["length"] == len(bad) and rows[2]["topic"] == "sas/next" and rows[2]["payload"] == b"after"
 
@@ -287,8 +289,8 @@ def test_a_told_version_is_the_level_a_partition_rereads_a_publish_with(tmp_path
     path.write_bytes(data + packet(0x40, b"\x00\x07\x10"))
     capture = Capture.open(str(path), format="mqtt", use_index_cache=False)
     [att] = capture.attachments
-    slices = capture.dataset_slices(att, 1000)
-    assert all(hint == 5 for s in slices for hint in s.hints)
+    slices = slices_of(capture, att, 1000)
+    assert all(m.hint == 5 for s in slices for m in s.messages)
     assert [r for s in slices for b in slice_batches(s) for r in b.to_pylist()] == TABLE.to_pylist()
 
 

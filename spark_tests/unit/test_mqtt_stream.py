@@ -7,7 +7,7 @@ import struct
 import pyarrow as pa
 import pytest
 
-from cmi_datasource import Capture, transports
+from cmi_datasource import Capture, read, transports
 from cmi_datasource.engine.decode import slice_batches
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
 from cmi_datasource.errors import TruncatedError
@@ -15,7 +15,7 @@ from cmi_datasource.transports.mq.mqmd import descriptor_to_bytes
 from cmi_datasource.transports.mqtt.packets import (MqttFormatError, read_packet, read_properties,
                                                     read_remaining_length)
 
-from support import build_mq_messages
+from support import build_mq_messages, slices_of
 
 # -- docs/spec/mqtt.md#remaining-length --------------------------------------------------------------
 
@@ -132,8 +132,8 @@ def test_an_mqtt5_stream_with_cmi_in_properties_reads_the_dataset(tmp_path):
     path = write(tmp_path, data)
     assert transports.detect_format(path).name == "mqtt"
     capture = Capture.open(path)
-    assert capture.dataset_table().equals(TABLE)
-    rows = capture.messages_table().to_pylist()
+    assert read(capture).equals(TABLE)
+    rows = read(capture, view="messages").to_pylist()
     assert rows[0]["mqtt_type"] == "CONNECT" and rows[0]["client_id"] == "sas-client"
     assert rows[0]["mqtt_version"] == "5.0" and rows[0]["mqtt_properties"] == ["receive_maximum=20"]
     publishes = [r for r in rows if r["mqtt_type"] == "PUBLISH"]
@@ -142,8 +142,8 @@ def test_an_mqtt5_stream_with_cmi_in_properties_reads_the_dataset(tmp_path):
     assert "user_property=MsgType=100000" in publishes[0]["mqtt_properties"]
     assert rows[-1]["mqtt_type"] == "DISCONNECT" and rows[-1]["role"] == "other"
     [att] = capture.attachments
-    slices = capture.dataset_slices(att, 1000)  # partitions re-read PUBLISH packets with the planned level
-    assert len(slices) > 2 and all(s.hints for s in slices)
+    slices = slices_of(capture, att, 1000)  # partitions re-read PUBLISH packets with the planned level
+    assert len(slices) > 2 and all(m.hint is not None for s in slices for m in s.messages)
     assert [r for s in slices for b in slice_batches(s) for r in b.to_pylist()] == TABLE.to_pylist()
 
 
@@ -151,8 +151,8 @@ def test_an_mqtt311_stream_with_mqmd_prefixed_payloads(tmp_path):
     data = connect(4, "mosquitto_pub") + b"".join(
         publish311("sas/cmi", descriptor_to_bytes(d, "<", "latin-1") + p) for d, p in cmi_pairs())
     capture = Capture.open(write(tmp_path, data))
-    assert capture.dataset_table().equals(TABLE)
-    header = [r for r in capture.messages_table().to_pylist() if r["role"] == "header"]
+    assert read(capture).equals(TABLE)
+    header = [r for r in read(capture, view="messages").to_pylist() if r["role"] == "header"]
     assert header[0]["length"] > len(header[0]["payload"]) + 364  # packet header and MQMD counted
 
 
@@ -162,11 +162,11 @@ def test_publish_before_connect_and_a_cut_stream_are_typed_errors(tmp_path):
         Capture.open(write(tmp_path, publish311("t", p), "x.mqtt"), format="mqtt", use_index_cache=False)
     cut = connect(5, "c") + publish5("t", p, d.correl_id, d.msg_type)
     with pytest.raises(TruncatedError):
-        Capture.open(write(tmp_path, cut[:-5], "cut.mqtt"), use_index_cache=False).dataset_table()
+        read(Capture.open(write(tmp_path, cut[:-5], "cut.mqtt"), use_index_cache=False))
 
 
 def test_a_publish_that_is_no_cmi_message_stays_visible(tmp_path):
     capture = Capture.open(write(tmp_path, connect(4, "c") + publish311("weather", b'{"t": 21}')))
-    [_, row] = capture.messages_table().to_pylist()
+    [_, row] = read(capture, view="messages").to_pylist()
     assert row["topic"] == "weather" and row["payload"] == b'{"t": 21}' and row["role"] == "other"
     assert row["msg_type"] is None and capture.attachments == []

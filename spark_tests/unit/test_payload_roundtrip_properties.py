@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cmi_datasource.engine.capture import Capture
+from cmi_datasource import read
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
 
 # (MQ Encoding, CCSID): x86 + UTF-8, AIX + Latin-1, z/OS + EBCDIC.
@@ -98,7 +98,7 @@ def round_trip(table: pa.Table, encoding: int, ccsid: int) -> pa.Table:
         with open(path, "wb") as f:
             write_attachments_dump(f, [DatasetToWrite(table, "work", "prop")],
                                    options=WriteOptions(encoding=encoding, ccsid=ccsid))
-        return Capture.open(path).dataset_table()
+        return read(path)
 
 
 def expected_string(v):

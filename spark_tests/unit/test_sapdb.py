@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from cmi_datasource import Capture, transports
+from cmi_datasource import Capture, read, transports
 from cmi_datasource.errors import CmiOptionError
 from cmi_datasource.transports.sapdb.codes import PART_KINDS
 from cmi_datasource.transports.sapdb.packet import SegmentSpec, PartSpec, build_packet
@@ -268,7 +268,7 @@ def test_a_truncated_rte_frame_is_reported_not_dropped(tmp_path):
     assert rows[0]["returncode"] == -3014
     assert rows[1]["packet"] == 2 and rows[1]["offset"] == 24 + len(EXAMPLE_1_REPLY)
     assert f"declares {len(whole)} bytes; {len(whole) - 10} remain" in rows[1]["problem"]
-    messages = Capture.open(path, use_index_cache=False).messages_table().to_pylist()
+    messages = read(Capture.open(path, use_index_cache=False), view="messages").to_pylist()
     assert [m["problem"] is not None for m in messages] == [False, True]
 
 
@@ -319,7 +319,7 @@ def test_the_messages_view_shows_each_packet(tmp_path):
     path = stream_file(tmp_path, rte(REQUEST, EXAMPLE_1_REQUEST), rte(REPLY, EXAMPLE_1_REPLY))
     capture = Capture.open(path, use_index_cache=False)
     assert capture.attachments == []
-    rows = capture.messages_table().to_pylist()
+    rows = read(capture, view="messages").to_pylist()
     assert [(r["transport"], r["direction"], r["sql"], r["msg_type"]) for r in rows] == [
         ("sapdb", "request", "dbs", None), ("sapdb", "reply", "return -3014", None)]
     assert rows[0]["payload"] == EXAMPLE_1_REQUEST
@@ -373,8 +373,8 @@ def test_a_pcap_holding_mqtt_and_sapdb_gives_each_view_its_own(tmp_path):
     frames = mqtt5_conversation().frames + sapdb_conversation().frames
     path = write_pcap(tmp_path / "both.pcap", frames)
     capture = Capture.open(path, use_index_cache=False)
-    assert capture.dataset_table().equals(TABLE)
-    assert {r["connection"] for r in capture.messages_table().to_pylist()} == {"10.0.0.2:50123 -> 10.0.0.1:1883"}
+    assert read(capture).equals(TABLE)
+    assert {r["connection"] for r in read(capture, view="messages").to_pylist()} == {"10.0.0.2:50123 -> 10.0.0.1:1883"}
     assert {r["connection"] for r in rows_of(path)} == {"10.1.0.5:41000 -> 10.1.0.9:7210"}
 
 

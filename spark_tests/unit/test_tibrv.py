@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from cmi_datasource import Capture, transports
+from cmi_datasource import Capture, read, transports
 from cmi_datasource.engine.decode import slice_batches
-from cmi_datasource.engine.options import ReadOptions
-from cmi_datasource.engine.views import view
 from cmi_datasource.errors import CmiFormatError, TruncatedError
 from cmi_datasource.transports.tibrv.wire import read_message
 
+from support import slices_of
 from rv_messages import (BLANKS, MAGIC, SAS_MISSING, ato, atx, dat, fdc, field, hdr, lst, message, msg, string,
                          var)
 
@@ -65,7 +64,7 @@ def test_an_rv_capture_reads_the_dataset_its_variables_and_files(tmp_path):
     path = write(tmp_path, capture_bytes())
     assert transports.detect_format(path).name == "tibrv"
     capture = Capture.open(path)
-    table = capture.dataset_table()
+    table = read(capture)
     rows = table.to_pylist()
     assert [r["ID"] for r in rows] == [1.0, 2.0, 3.0, 4.0]
     assert [r["NAME"] for r in rows] == ["Ann", "Bob Smith", None, "Zoë"]  # UTF-8 by default (defaultCcsid)
@@ -73,18 +72,18 @@ def test_an_rv_capture_reads_the_dataset_its_variables_and_files(tmp_path):
     assert str(rows[1]["BORN"]) == "1960-12-31" and rows[2]["BORN"] is None
     assert table.schema.field("RATE").metadata[b"format"] == b"PERCENT8.2"
     assert table.schema.field("NAME").metadata[b"label"] == b"Name"
-    dataset, notes = capture.attachments_table().to_pylist()
+    dataset, notes = read(capture, view="attachments").to_pylist()
     assert (dataset["name"], dataset["complete"], dataset["observations"], dataset["label"]) == (
         "WORK.RVDATA", True, 4, "RV rows")
     assert dataset["message"] == b"100;9999;9999.1234;" + b"ABCDEFGHIJKLMNOPQRSTUVWXYZ".ljust(50)
     assert dataset["message_values"] == ["100", "9999", "9999.1234", "ABCDEFGHIJKLMNOPQRSTUVWXYZ".ljust(50)]
     assert (notes["name"], notes["kind"], notes["complete"]) == ("notes.txt", "text", True)
-    assert capture.files_table().column("text").to_pylist() == ["line one\nline two\n"]
-    assert [v["name"] for v in capture.variables_table().to_pylist()] == ["ID", "NAME", "RATE", "BORN"]
+    assert read(capture, view="files").column("text").to_pylist() == ["line one\nline two\n"]
+    assert [v["name"] for v in read(capture, view="variables").to_pylist()] == ["ID", "NAME", "RATE", "BORN"]
 
 
 def test_the_messages_view_shows_each_rv_message(tmp_path):
-    rows = Capture.open(write(tmp_path, capture_bytes())).messages_table().to_pylist()
+    rows = read(write(tmp_path, capture_bytes()), view="messages").to_pylist()
     assert [r["rv_type"] for r in rows] == ["HDR", "MSG", "DAT", "VAR", "ATO", "ATO", "LST", "HDR", "FDC", "ATX",
                                             "LST"]
     assert [r["role"] for r in rows[:7]] == ["header", "application", "sequenced", "sequenced", "sequenced",
@@ -100,15 +99,15 @@ def test_partitions_rebuild_ato_messages_from_their_planned_layout(tmp_path):
                     + [ato(rows[i:i + 20], NUMERIC) for i in range(0, 300, 20)] + [lst(2 + 15)])
     capture = Capture.open(write(tmp_path, data), use_index_cache=False)
     [att] = capture.attachments
-    slices = capture.dataset_slices(att, 2000)
-    assert len(slices) > 3 and all(s.hints for s in slices)
+    slices = slices_of(capture, att, 2000)
+    assert len(slices) > 3 and all(m.hint is not None for s in slices for m in s.messages)
     got = [r for s in slices for b in slice_batches(s, batch_rows=64) for r in b.to_pylist()]
     assert [(r["ID"], r["NAME"]) for r in got] == [(float(i), f"n{i}") for i in range(300)]
 
 
 def test_an_lst_that_miscounts_makes_the_attachment_incomplete(tmp_path):
     capture = Capture.open(write(tmp_path, capture_bytes(lst_count=5)))
-    dataset = capture.attachments_table().to_pylist()[0]
+    dataset = read(capture, view="attachments").to_pylist()[0]
     assert dataset["complete"] is False
     assert "its LST counts 5 messages, 4 were found between the header and it" in dataset["problem"]
 
@@ -118,7 +117,7 @@ def test_a_vtype_that_contradicts_var_names_observation_variable_and_offset(tmp_
     data = b"".join([hdr([(1, BLANKS, "WORK", "BAD", "")]), dat(1, 4, 30), var(VARIABLES),
                      ato(rows, [True, True, True, True]), lst(3)])
     with pytest.raises(CmiFormatError, match="observation 1, variable 2: the vtype contradicts") as e:
-        Capture.open(write(tmp_path, data), use_index_cache=False).dataset_table()  # FAILFAST
+        read(Capture.open(write(tmp_path, data), use_index_cache=False))  # FAILFAST
     bad = data.index(ato(rows, [True] * 4))
     assert e.value.message_index == 3 and e.value.location.file_offset == bad
     assert e.value.offset > 8  # the offset of the vtype field inside the message
@@ -130,18 +129,16 @@ def test_truncated_and_oversized_messages_are_typed_errors(tmp_path):
     cut = Capture.open(path, use_index_cache=False)
     assert cut.messages[-1].damage is not None  # listed, with its problem
     assert cut.messages[-1].details.kind == "LST"  # its first field still names it: the notes' LST
-    assert cut.dataset_table().num_rows == 4  # the damage is the other attachment's
-    files = view("files")
-    options = ReadOptions.parse({"path": path, "view": "files", "mode": "FAILFAST"})
+    assert read(cut).num_rows == 4  # the damage is the other attachment's
     with pytest.raises(TruncatedError):
-        [batch for part in files.plan(options) for batch in files.read(part, options)]
+        read(path, view="files", mode="FAILFAST")
     inner = message([string("f", None, "v")])
     lying = message([field("data", None, 1, (len(inner) + 50).to_bytes(4, "big") + inner[4:])])
     with pytest.raises(TruncatedError):  # a nested message longer than its parent
         read_message(lying, 0)
     huge = bytes([0xFF, 0xFF, 0xFF, 0xF0]) + MAGIC
     with pytest.raises(TruncatedError):  # a declared size never allocates
-        Capture.open(write(tmp_path, huge, "huge.rv"), use_index_cache=False).dataset_table()
+        read(Capture.open(write(tmp_path, huge, "huge.rv"), use_index_cache=False))
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -174,17 +171,17 @@ def test_one_table_written_as_mq_dump_and_as_rv_capture_reads_back_identically(t
         paths[fmt] = write(tmp_path, out.getvalue(), f"both.{fmt}")
     mq, rv = Capture.open(paths["dmpmqmsg"]), Capture.open(paths["tibrv"])
     assert rv.formats[paths["tibrv"]] == "tibrv"
-    assert rv.dataset_table().equals(mq.dataset_table(), check_metadata=True)
-    assert rv.dataset_table().schema.field("ID").metadata[b"label"] == b"Row id"
-    assert rv.files_table().select(["name", "kind", "lrecl", "size", "content", "text"]).equals(
-        mq.files_table().select(["name", "kind", "lrecl", "size", "content", "text"]))
+    assert read(rv).equals(read(mq), check_metadata=True)
+    assert read(rv).schema.field("ID").metadata[b"label"] == b"Row id"
+    assert read(rv, view="files").select(["name", "kind", "lrecl", "size", "content", "text"]).equals(
+        read(mq, view="files").select(["name", "kind", "lrecl", "size", "content", "text"]))
     kept = ["kind", "name", "description", "complete", "observations", "variables", "label"]
-    assert rv.attachments_table().select(kept).equals(mq.attachments_table().select(kept))
-    assert rv.attachments_table().column("message").to_pylist()[0] == b"hello"
-    counts = [r for r in rv.messages_table().to_pylist() if r["rv_type"] == "LST"]
+    assert read(rv, view="attachments").select(kept).equals(read(mq, view="attachments").select(kept))
+    assert read(rv, view="attachments").column("message").to_pylist()[0] == b"hello"
+    counts = [r for r in read(rv, view="messages").to_pylist() if r["rv_type"] == "LST"]
     assert all(r["problem"] is None for r in counts) and len(counts) == 3
     [att] = [a for a in rv.attachments if a.entry.name == "WORK.PEOPLE"]
-    slices = rv.dataset_slices(att, 20_000)
+    slices = slices_of(rv, att, 20_000)
     assert len(slices) > 2
     assert [r for s in slices for b in slice_batches(s) for r in b.to_pylist()] == table.to_pylist()
 

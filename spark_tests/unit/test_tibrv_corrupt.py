@@ -17,10 +17,8 @@ from typing import Dict, Optional
 import numpy as np
 import pytest
 
-from cmi_datasource import Capture
+from cmi_datasource import Capture, read
 from cmi_datasource.cmi.wire import FieldReader, FieldWriter, WireFormat
-from cmi_datasource.engine.options import ReadOptions
-from cmi_datasource.engine.views import view
 from cmi_datasource.errors import CmiEncodeError, CmiError, Location, TruncatedError
 from cmi_datasource.transports.tibrv import observations
 from cmi_datasource.transports.tibrv.records import RvCmiError
@@ -83,14 +81,10 @@ def open_all(path: str, format: Optional[str] = None) -> None:
     """List the capture (which never fails on damage), then read its dataset and files views in
     FAILFAST, as Spark does: damage raises from the view of the attachment it lies in."""
     capture = Capture.open([path], use_index_cache=False, format=format)
-    capture.messages_table()
-    capture.attachments_table()
+    read(capture, view="messages")
+    read(capture, view="attachments")
     for name in ("dataset", "files"):
-        options = ReadOptions.parse({"path": path, "view": name, "mode": "FAILFAST",
-                                     **({"format": format} if format else {})})
-        found = view(name)
-        found.schema(options)
-        [batch for part in found.plan(options) for batch in found.read(part, options)]
+        read(path, view=name, mode="FAILFAST", format=format)
 
 
 # -- the reviewer's three -----------------------------------------------------------------------
@@ -174,7 +168,7 @@ def test_a_damaged_capture_is_a_typed_error_naming_file_message_and_offset(tmp_p
 
 def test_the_sample_itself_reads():
     capture = Capture.open([SAMPLE_PATH], use_index_cache=False)
-    assert capture.dataset_table().num_rows == 20 and capture.files_table().num_rows == 1
+    assert read(capture).num_rows == 20 and read(capture, view="files").num_rows == 1
 
 
 # -- the kernel's own bounds ------------------------------------------------------------------
@@ -220,7 +214,7 @@ def test_the_kernel_never_reads_past_the_buffer_it_is_told_ends_later():
 
 def test_field_reader_raises_truncated_errors_with_their_location_never_struct_error():
     locate = lambda at: Location("f.dmp", 2, 100, at)  # noqa: E731
-    for wire, data, read in [
+    for wire, data, read_field in [
         (WireFormat(), b"\x00\x00\x00\x10ab", lambda r: r.string("name")),
         (WireFormat(long_size=8), b"\x00" * 5, lambda r: r.long("nobs")),
         (WireFormat(), b"\x00", lambda r: r.short("flags")),
@@ -229,7 +223,7 @@ def test_field_reader_raises_truncated_errors_with_their_location_never_struct_e
     ]:
         reader = FieldReader(data, wire, locate)
         with pytest.raises(TruncatedError) as e:
-            read(reader)
+            read_field(reader)
         assert e.value.source == "f.dmp" and e.value.message_index == 2 and e.value.offset is not None
 
 

@@ -21,9 +21,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import pyarrow as pa
 import pytest
 
+import cmi_datasource
 from cmi_datasource import Capture
-from cmi_datasource.engine.options import ReadOptions
-from cmi_datasource.engine.views import view
 from cmi_datasource.errors import CmiError
 
 from rv_messages import BLANKS, ato, dat, hdr, i32, lst, message, msg, var
@@ -60,10 +59,7 @@ def write(directory, data: bytes, name: str = "capture.rv") -> str:
 
 def read(path: str, mode: str, **options) -> pa.Table:
     """The dataset view as Spark reads it: schema, plan, each partition's batches."""
-    o = ReadOptions.parse({"path": path, "mode": mode, **options})
-    found = view("dataset")
-    schema = found.schema(o)
-    return pa.Table.from_batches([b for part in found.plan(o) for b in found.read(part, o)], schema=schema)
+    return cmi_datasource.read(path, mode=mode, **options)
 
 
 def data_rows(table: pa.Table) -> List[Tuple[float, str]]:
@@ -117,7 +113,7 @@ def check_trust(path: str, sent: Sequence[Tuple[float, str]]) -> Dict[str, objec
 
 def keys_and_rows(path: str):
     capture = Capture.open(path, use_index_cache=False)
-    return [a.key_hex for a in capture.attachments], capture.dataset_table().to_pylist()
+    return [a.key_hex for a in capture.attachments], cmi_datasource.read(capture).to_pylist()
 
 
 def test_the_same_capture_anywhere_has_the_same_keys_and_rows(tmp_path):

@@ -12,13 +12,15 @@ import pyarrow as pa
 import pytest
 
 import cmi_datasource
-from cmi_datasource import Capture, transports
+from cmi_datasource import Capture, read, transports
 from cmi_datasource.engine.decode import slice_batches
 from cmi_datasource.engine.write import DatasetToWrite, FileToWrite, WriteOptions, write_attachments_dump
 from cmi_datasource.errors import CmiOptionError, TruncatedError, UnknownCaptureFormatError
 from cmi_datasource.layout import BIG, Field, Layout
 from cmi_datasource.messages import Descriptor, PhysicalMessage
 from cmi_datasource.transports import CaptureFormat, Transport
+
+from support import slices_of
 
 PACKAGE = os.path.dirname(os.path.abspath(cmi_datasource.__file__))
 
@@ -99,13 +101,13 @@ def test_a_transport_registered_from_a_test_reads_a_dataset(tmp_path, toy):
     assert open(path, "rb").read(4) == TOY_MAGIC  # written by the toy format's own writer
     capture = Capture.open(path)
     assert capture.formats == {os.path.abspath(path): "toy"}
-    assert capture.dataset_table().equals(TABLE.replace_schema_metadata(None), check_metadata=False)
-    [dataset, text] = capture.attachments_table().to_pylist()
+    assert read(capture).equals(TABLE.replace_schema_metadata(None), check_metadata=False)
+    [dataset, text] = read(capture, view="attachments").to_pylist()
     assert dataset["complete"] and dataset["observations"] == 500 and dataset["label"] == "toy rows"
-    assert capture.files_table().column("text").to_pylist() == ["one\ntwo\n"]
+    assert read(capture, view="files").column("text").to_pylist() == ["one\ntwo\n"]
     # Partitions re-read their messages through the toy format (it has no bulk fast path).
     [att] = [a for a in capture.attachments if a.entry.name == "LIB.TOY"]
-    slices = capture.dataset_slices(att, 2000)
+    slices = slices_of(capture, att, 2000)
     assert len(slices) > 2 and all(s.formats == {os.path.abspath(path): "toy"} for s in slices)
     rows = [r for s in slices for b in slice_batches(s, batch_rows=64) for r in b.to_pylist()]
     assert rows == TABLE.to_pylist()
@@ -113,7 +115,7 @@ def test_a_transport_registered_from_a_test_reads_a_dataset(tmp_path, toy):
 
 def test_the_messages_view_has_the_transports_own_columns(tmp_path, toy):
     capture = Capture.open(toy_capture(tmp_path))
-    table = capture.messages_table()
+    table = read(capture, view="messages")
     assert "toy_payload_offset" in table.schema.names and "msg_id" in table.schema.names  # MQ's stay
     rows = table.to_pylist()
     assert {r["transport"] for r in rows} == {"toy"}
@@ -129,7 +131,7 @@ def test_a_changed_toy_file_is_caught_when_a_partition_rereads_it(tmp_path, toy)
     path = toy_capture(tmp_path)
     capture = Capture.open(path, use_index_cache=False)
     [att] = [a for a in capture.attachments if a.entry.name == "LIB.TOY"]
-    [part] = capture.dataset_slices(att, 1 << 40)
+    [part] = slices_of(capture, att, 1 << 40)
     data = open(path, "rb").read()
     assert data.count(b"row 250") == 1
     open(path, "wb").write(data.replace(b"row 250", b"row 25X"))  # one value rewritten in place
@@ -166,7 +168,7 @@ def test_capture_formats_are_recognised_by_their_first_bytes(tmp_path, head, exp
 
 def test_option_format_names_the_format_instead(tmp_path, samples_dir):
     dump = os.path.join(samples_dir, "mixed_types.dmp")
-    assert Capture.open(dump, format="dmpmqmsg").dataset_table().num_rows == 6
+    assert read(dump, format="dmpmqmsg").num_rows == 6
     with pytest.raises(cmi_datasource.CmiFormatError, match="expected an MQMD"):
         Capture.open(dump, format="mqget", use_index_cache=False)
     with pytest.raises(CmiOptionError, match="format must be one of dmpmqmsg|mqget"):

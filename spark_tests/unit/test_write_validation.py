@@ -13,6 +13,7 @@ import itertools
 import pyarrow as pa
 import pytest
 
+from cmi_datasource import read
 from cmi_datasource.charsets import code_page
 from cmi_datasource.cmi.emit import OutgoingAttachment
 from cmi_datasource.cmi.header import ATTACHMENT_DATASET
@@ -32,7 +33,7 @@ UTF8 = code_page(1208)
 
 def read_back(messages) -> pa.Table:
     """The dataset the reader makes of written messages."""
-    return capture_of(physical(mq_pairs(messages))).dataset_table()
+    return read(capture_of(physical(mq_pairs(messages))))
 
 
 def round_trip(table: pa.Table, **options) -> pa.Table:
