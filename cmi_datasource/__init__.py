@@ -7,8 +7,7 @@ Layers, data flowing one way: ``transports`` (capture files -> physical messages
 imports pyspark; nothing in ``cmi``, ``payload`` or ``arrow`` knows a transport.
 """
 from .errors import (AttachmentError, CmiError, CmiFormatError, CmiOptionError, DatasetLayoutError,
-                     DumpSyntaxError, IncompleteAttachmentError, TruncatedError, UnknownCaptureFormatError,
-                     ValueConversionError)
+                     IncompleteAttachmentError, TruncatedError, UnknownCaptureFormatError, ValueConversionError)
 
 __version__ = "0.1.0"
 
@@ -19,6 +18,9 @@ def __getattr__(name: str):
     if name == "Capture":
         from .engine.capture import Capture
         return Capture
+    if name == "DumpSyntaxError":  # the MQ transport's, which brings pyarrow
+        from .transports.mq.errors import DumpSyntaxError
+        return DumpSyntaxError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

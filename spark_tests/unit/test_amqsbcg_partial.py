@@ -14,7 +14,8 @@ import pytest
 
 from cmi_datasource import Capture
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
-from cmi_datasource.errors import DumpSyntaxError, TruncatedError
+from cmi_datasource.errors import TruncatedError
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
 
 from support import build_mq_messages
 

@@ -20,8 +20,8 @@ import pytest
 from cmi_datasource.engine.options import ReadOptions
 from cmi_datasource.engine.views import view
 from cmi_datasource.errors import (AttachmentError, CmiFormatError, CmiOptionError, DatasetLayoutError,
-                                   DumpSyntaxError, IncompleteAttachmentError, TruncatedError,
-                                   ValueConversionError)
+                                   IncompleteAttachmentError, TruncatedError, ValueConversionError)
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
 
 from independent_encoder import Encoder, Var, dump_text, shuffled, with_duplicates
 
