@@ -113,7 +113,7 @@ def spark_runs(path: str):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from pyspark.sql import SparkSession
 
-    from cmi_datasource.errors import unwrap
+    from cmi_datasource.spark.errors import unwrap
     from common import PeakRss
     spark = SparkSession.builder.master("local[2]").appName("cmi-bombs").config("spark.ui.enabled", "false") \
         .getOrCreate()

@@ -24,8 +24,7 @@ The views: dataset (default), attachments, variables, files, messages, and each 
 (sapdb). The options: docs/options.md. From a terminal: ``cmi --help``.
 """
 from .errors import (AttachmentError, CmiError, CmiFormatError, CmiOptionError, DatasetLayoutError,
-                     DumpSyntaxError, IncompleteAttachmentError, TruncatedError, UnknownCaptureFormatError,
-                     ValueConversionError)
+                     IncompleteAttachmentError, TruncatedError, UnknownCaptureFormatError, ValueConversionError)
 
 from .version import __version__
 
@@ -39,6 +38,9 @@ def __getattr__(name: str):
     if name in ("read", "read_batches"):
         from .engine import reading
         return getattr(reading, name)
+    if name == "DumpSyntaxError":  # the MQ transport's, which brings pyarrow
+        from .transports.mq.errors import DumpSyntaxError
+        return DumpSyntaxError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -12,16 +12,19 @@ view's ``index`` column does; internally (``PhysicalMessage.index``) they count 
 An error's text stands alone, because Spark hands users only text: a Python worker's exception
 reaches the driver as the text of an ``AnalysisException`` or ``PythonException``. The first
 line is the problem, the next what to do, then one labelled line per known part of the
-location. ``unwrap`` reads that text back into the typed error, with its fields.
+location. ``cmi_datasource.spark.errors.unwrap`` reads that text back into the typed error,
+with its fields; ``Location.from_lines`` is the inverse of ``Location.lines`` it uses.
+
+Here are the errors more than one layer raises. An error one transport alone raises lives with
+that transport (``transports/mq/errors.py``, ``transports/sapdb/packet.py``...), one the Spark
+layer alone raises in ``spark/errors.py``: a class is found again by its module and name, wherever
+it is defined (pickle across processes; ``unwrap`` from Spark's text).
 """
 from __future__ import annotations
 
-import contextlib
 import difflib
-import importlib
-import re
 from dataclasses import dataclass, replace
-from typing import Dict, Iterator, Optional, Sequence, Type
+from typing import Dict, Optional, Sequence
 
 
 def message_number(index: int) -> int:
@@ -88,11 +91,6 @@ class CmiOptionError(CmiError, ValueError):
 
 class CmiEncodeError(CmiError, ValueError):
     """Data cannot be written as CMI: a column type, a name, a length or a character the target lacks."""
-
-
-class StagingLostError(CmiError):
-    """A write job's staging files vanished before its commit (removed by hand, by a cleanup, or by
-    the job's own abort): nothing of the job was committed."""
 
 
 class CmiFormatError(CmiError):
@@ -180,13 +178,6 @@ class UnknownCaptureFormatError(CmiFormatError):
             "formats, or leave the file out of the load")
 
 
-class DumpSyntaxError(CmiFormatError):
-    """A line of a text dump cannot be parsed (bad hex, stray attribute line...)."""
-
-    hint = ("the dump was damaged or edited after dmpmqmsg (or amqsbcg) wrote it: dump the queue again, "
-            "or leave the file out of the load")
-
-
 class TruncatedError(CmiFormatError):
     """A declared length or count points past the end of the data it describes."""
 
@@ -240,96 +231,6 @@ def not_one_of(what: str, given: str, choices: Sequence[str]) -> CmiOptionError:
     close = difflib.get_close_matches(str(given).lower(), list(by_lower), n=1, cutoff=0.6)
     suggestion = f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
     return CmiOptionError(f"{what} {given!r} is not known{suggestion}; valid: {', '.join(choices)}")
-
-
-# -- the typed error back from the text Spark shows ------------------------------------------------
-
-# Spark shows the class with its module: cmi_datasource.errors.X, or a transport's own module.
-_NAMED = re.compile(r"(cmi_datasource(?:\.\w+)*)\.([A-Za-z]+Error): ")
-_LABELLED = re.compile(r"  (what to do|file|message|file offset|payload offset|attachment|sequence): (.*)")
-_SPARK_TAIL = re.compile(r"\s*SQLSTATE: \w+\s*$")
-
-
-def _error_class(module: str, name: str) -> Optional[Type[CmiError]]:
-    """The CmiError subclass ``module.name``: a transport's module is imported when this process
-    has not (a driver never imports the transports its workers use)."""
-    try:
-        found = getattr(importlib.import_module(module), name, None)
-    except ImportError:
-        found = None
-    return found if isinstance(found, type) and issubclass(found, CmiError) else None
-
-
-def unwrap(exc: Optional[BaseException]) -> Optional[CmiError]:
-    """The typed error inside a Spark exception, with its fields; None when there is none.
-
-    Spark reports a failure in a Python worker as an ``AnalysisException`` (planning) or a
-    ``PythonException`` (a task) whose text holds the worker's exception::
-
-        try:
-            df = spark.read.format("cmi").load(path)
-        except Exception as e:
-            error = cmi_datasource.errors.unwrap(e)
-            if isinstance(error, cmi_datasource.errors.TruncatedError):
-                print(error.source, error.message_number, error.offset)
-
-    Works with classic and Spark Connect sessions (only the text crosses); an exception that
-    already is a ``CmiError`` is returned as it is.
-    """
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, CmiError):
-            return exc
-        typed = unwrap_text(str(exc))
-        if typed is not None:
-            return typed
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
-def unwrap_text(text: str) -> Optional[CmiError]:
-    """The typed error a worker's exception text names (see ``unwrap``), or None."""
-    named = _NAMED.search(text)
-    if named is None:
-        return None
-    cls = _error_class(named.group(1), named.group(2))
-    if cls is None:
-        return None
-    body = text[named.end():].split("\n")
-    first = _SPARK_TAIL.sub("", body[0])
-    shown: Dict[str, str] = {}
-    for line in body[1:]:
-        labelled = _LABELLED.fullmatch(_SPARK_TAIL.sub("", line.rstrip("\r")))
-        if labelled is None:
-            break
-        shown[labelled.group(1)] = labelled.group(2)
-    if issubclass(cls, CmiFormatError):
-        try:
-            location = Location.from_lines(shown)
-        except ValueError:
-            location = Location()
-        return cls(first, location, shown.get("what to do"))
-    return cls(first)
-
-
-@contextlib.contextmanager
-def typed_errors() -> Iterator[None]:
-    """Within the block, a Spark exception that carries a ``CmiError`` is raised as that error
-    (the Spark exception as its cause)::
-
-        with cmi_datasource.errors.typed_errors():
-            spark.read.format("cmi").load(path).count()
-    """
-    try:
-        yield
-    except CmiError:
-        raise
-    except Exception as e:
-        typed = unwrap(e)
-        if typed is None:
-            raise
-        raise typed from e
 
 
 class CompressedStreamError(TruncatedError):

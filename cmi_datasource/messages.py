@@ -85,6 +85,16 @@ class PhysicalMessage:
     def location(self, payload_offset: Optional[int] = None) -> Location:
         return Location(self.source, self.index, self.file_offset, payload_offset)
 
+    def numbered_on(self, by: int) -> "PhysicalMessage":
+        """The message of a piece of its file parsed as if the piece began the file (on a thread, before
+        the messages ahead of it were counted), numbered as the whole file's: ``by`` more, in its index
+        and in the place its kept damage names."""
+        damage = self.damage
+        if damage is not None and damage.location.message_index is not None:
+            damage = dataclasses.replace(damage, location=dataclasses.replace(
+                damage.location, message_index=damage.location.message_index + by))
+        return dataclasses.replace(self, index=self.index + by, damage=damage)
+
 
 @dataclass(frozen=True)
 class UnjoinedMessage:

@@ -71,7 +71,7 @@ def run_spark_job(paths: Sequence[str], options: dict, out: str, target: str, ov
     from pyspark.sql import SparkSession
 
     import cmi_datasource
-    from ..errors import typed_errors
+    from ..spark.errors import typed_errors
 
     active = SparkSession.getActiveSession()
     started = active is None

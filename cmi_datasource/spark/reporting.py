@@ -12,9 +12,9 @@ For a ``CmiError`` the traceback is noise: the error says what is wrong with the
 do and where. So a CmiError leaving one of our methods sets ``SPARK_HIDE_TRACEBACK`` in the worker,
 the switch ``handle_worker_exception`` reads when it formats the exception (Spark sets it from
 ``spark.sql.execution.pyspark.udf.hideTraceback.enabled``), and the user's first line becomes
-Spark's prefix followed by ``cmi_datasource.errors.<Class>: <problem>``. A worker exits after
-reporting an exception, so the switch never outlives the failure. Any other exception is a bug
-of ours and keeps its traceback.
+Spark's prefix followed by ``<module>.<Class>: <problem>`` (``cmi_datasource.errors.TruncatedError:
+...``), which ``errors.unwrap`` reads back. A worker exits after reporting an exception, so the
+switch never outlives the failure. Any other exception is a bug of ours and keeps its traceback.
 """
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ Read options (names are case-insensitive):
 
 Any other option is an error that lists the valid ones and suggests the closest. A failure
 raises a Spark exception whose text starts with the ``cmi_datasource.errors`` class and problem;
-``cmi_datasource.errors.unwrap(exc)`` gives the typed error back.
+``cmi_datasource.spark.errors.unwrap(exc)`` gives the typed error back.
 
 Writing::
 

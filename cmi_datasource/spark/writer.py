@@ -49,10 +49,11 @@ from ..cmi.emit import OutgoingAttachment, header_groups
 from ..engine.options import SaveOptions
 from ..engine.write import FileToWrite, dataset_attachment, file_attachment, stream_messages
 from .. import storage
-from ..errors import CmiError, CmiOptionError, StagingLostError
+from ..errors import CmiError, CmiOptionError
 from ..payload.sas_dataset_writer import (check_exact_numbers, check_schema, merge_lengths, no_sas_equivalent,
                                           string_lengths)
 from ..transports import capture_format
+from .errors import StagingLostError
 from .reporting import reported
 
 STAGING_DIR = "_cmi_temporary"

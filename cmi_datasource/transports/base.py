@@ -419,11 +419,8 @@ def _in_order(job, index: int, path: str, parse, keep: Optional[Keep]):
             yield message
             index = message.index + 1
         return index
-    for message in messages:
-        # Each message is new and not yet seen by anyone: numbering it in place saves a copy of
-        # each (dataclasses.replace, 10 us a message) on the thread that hands them out in order.
-        object.__setattr__(message, "index", message.index + index)
-        yield message
+    # The first chunk of a file read from its start is numbered right already: no copies.
+    yield from (map(lambda message: message.numbered_on(index), messages) if index else messages)
     return index + len(messages)
 
 

@@ -134,7 +134,8 @@ def error_class_named(name: str):
 def assert_storage_error(exc: BaseException, uri: str, names) -> None:
     """``exc`` (raised directly or by Spark) carries a CmiError whose class is one of ``names``,
     whose text names ``uri`` and says what to do, and that is no bare OSError."""
-    from cmi_datasource.errors import CmiError, unwrap
+    from cmi_datasource.errors import CmiError
+    from cmi_datasource.spark.errors import unwrap
     typed = unwrap(exc)
     text = str(exc)
     assert typed is not None, f"no CmiError inside {type(exc).__name__}: {text[:800]}"

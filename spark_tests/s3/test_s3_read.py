@@ -135,7 +135,8 @@ def test_access_denied(spark, s3):
 
 
 def test_cut_object(spark, s3):
-    from cmi_datasource.errors import CmiFormatError, unwrap
+    from cmi_datasource.errors import CmiFormatError
+    from cmi_datasource.spark.errors import unwrap
     with open(NIGHTLY, "rb") as f:
         data = f.read()
     uri = s3.put(s3.prefix("read") + "/cut.dmp", data[:len(data) // 2])

@@ -62,7 +62,8 @@ def test_overwrite_replaces_earlier_dumps(spark, s3, sales):
 
 
 def test_failed_job_leaves_nothing_visible(spark, s3, sales):
-    from cmi_datasource.errors import CmiEncodeError, unwrap
+    from cmi_datasource.errors import CmiEncodeError
+    from cmi_datasource.spark.errors import unwrap
     prefix = s3.prefix("write")
     uri = s3.uri(f"{prefix}/out/")
     sales.write.format("cmi").mode("append").option("dataset", "FIN.DAILY_SALES").save(uri)

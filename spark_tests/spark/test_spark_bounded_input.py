@@ -8,7 +8,8 @@ import os
 import pytest
 import zstandard
 
-from cmi_datasource.errors import CompressedStreamError, InputFileError, unwrap
+from cmi_datasource.errors import CompressedStreamError, InputFileError
+from cmi_datasource.spark.errors import unwrap
 from conftest import SAMPLES
 
 NIGHTLY = os.path.join(SAMPLES, "nightly_batch.dmp")

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
-from cmi_datasource.errors import (CmiOptionError, UnknownCaptureFormatError, ValueConversionError, typed_errors,
-                                   unwrap)
+from cmi_datasource.errors import CmiOptionError, UnknownCaptureFormatError, ValueConversionError
+from cmi_datasource.spark.errors import typed_errors, unwrap
 from cmi_datasource.transports.mq.dmpmqmsg import write_dump
 
 from conftest import ROOT

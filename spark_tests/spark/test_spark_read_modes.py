@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from cmi_datasource.errors import DumpSyntaxError, typed_errors, unwrap
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
+from cmi_datasource.spark.errors import typed_errors, unwrap
 
 from independent_encoder import Encoder, Var, dump_text
 

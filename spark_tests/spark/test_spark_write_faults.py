@@ -23,8 +23,9 @@ import time
 import pytest
 from pyspark.sql import functions as F
 
-from cmi_datasource.errors import CmiOptionError, unwrap
-from cmi_datasource.spark.writer import STAGING_DIR, StagingLostError
+from cmi_datasource.errors import CmiOptionError
+from cmi_datasource.spark.errors import StagingLostError, unwrap
+from cmi_datasource.spark.writer import STAGING_DIR
 
 from conftest import ROOT
 

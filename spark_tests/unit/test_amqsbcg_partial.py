@@ -14,7 +14,8 @@ import pytest
 
 from cmi_datasource import Capture, read
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
-from cmi_datasource.errors import DumpSyntaxError, TruncatedError
+from cmi_datasource.errors import TruncatedError
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
 
 from support import build_mq_messages
 
@@ -157,3 +158,24 @@ def test_a_data_row_that_does_not_continue_keeps_the_rows_before_it_and_reads_on
     assert damaged["problem"].startswith("data row b") and row(0x30, payload[0x30:0x40])[:40] in damaged["problem"]
     assert damaged["payload"] == payload[:0x20] and damaged["correl_id"] == mqmd.correl_id.hex().upper()
     assert len(rows) == len(messages) and rows[4]["problem"] is None and rows[4]["payload"] == messages[4][1]
+
+
+def test_damage_past_the_first_chunk_names_the_message_by_its_place_in_the_whole_file(tmp_path, monkeypatch):
+    # A large file is parsed in chunks on threads, each numbered from 0 until the messages ahead of
+    # it are counted: the damage a later chunk keeps must name the file's message, as FAILFAST raises it.
+    from cmi_datasource.transports.mq.transport import AmqsbcgFormat
+    messages = traffic()
+    number = len(messages) - 1
+    text = browse_text(messages, lambda n, lines: ["  Expiry   : 'never'  Feedback : 0" if x.startswith("  Expiry")
+                                                   else x for x in lines] if n == number else lines)
+    monkeypatch.setattr(AmqsbcgFormat, "_chunk_bytes", len(text) // 4)  # several chunks: the threaded path
+    capture = open_text(tmp_path, text)
+    rows = capture.messages_table().to_pylist()
+    assert [r["index"] for r in rows] == list(range(1, len(messages) + 1))
+    assert [r["index"] for r in rows if r["problem"]] == [number]
+    with pytest.raises(DumpSyntaxError) as raised:
+        capture.dataset_table()
+    assert raised.value.message_number == number
+    text_bytes = tmp_path.joinpath("browse.txt").read_bytes()
+    assert text_bytes.rfind(b"MQGET of message number ", 0, raised.value.location.file_offset + 40) == \
+        text_bytes.find(f"MQGET of message number {number},".encode())

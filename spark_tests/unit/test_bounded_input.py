@@ -29,8 +29,9 @@ from click.testing import CliRunner
 from cmi_datasource import Capture, containers, transports
 from cmi_datasource.cli import cli
 from cmi_datasource.engine.options import ReadOptions
-from cmi_datasource.errors import (CmiOptionError, CompressedStreamError, DumpSyntaxError, InputFileError,
-                                   RecordTooLargeError, UnknownCaptureFormatError)
+from cmi_datasource.errors import (CmiOptionError, CompressedStreamError, InputFileError, RecordTooLargeError,
+                                   UnknownCaptureFormatError)
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
 from cmi_datasource.transports.sapdb.table import sql_parts_table
 from bench.bombs import compressed
 from conftest import ROOT, SAMPLES

@@ -9,7 +9,8 @@ import pytest
 from cmi_datasource import read
 from cmi_datasource.engine.capture import Capture
 from cmi_datasource.engine.write import DatasetToWrite, FileToWrite
-from cmi_datasource.errors import AttachmentError, CmiFormatError, DumpSyntaxError, TruncatedError
+from cmi_datasource.errors import AttachmentError, CmiFormatError, TruncatedError
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
 from cmi_datasource.transports.mq.dmpmqmsg import write_dump
 
 from support import build_mq_messages, capture_of, physical

@@ -194,7 +194,7 @@ def test_a_rewrite_that_restores_size_and_mtime_is_a_new_file(tmp_path):
 def test_chunks_parsed_on_threads_name_a_damaged_message_by_its_place_in_the_file(big_dump, tmp_path):
     # Chunks are parsed on threads, each numbering its messages from 0: the damage in a late
     # chunk must still be reported as the file's message it is, after every message before it.
-    from cmi_datasource.errors import DumpSyntaxError
+    from cmi_datasource.transports.mq.errors import DumpSyntaxError
     whole = list(read_dump(big_dump))
     victim = whole[len(whole) * 3 // 4]
     data = bytearray(open(big_dump, "rb").read())

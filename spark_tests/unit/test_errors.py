@@ -1,24 +1,28 @@
-"""Errors that stand alone (problem, what to do, where), read back from text by ``unwrap``, and
+"""Errors that stand alone (problem, what to do, where), read back from text by ``spark.errors.unwrap``, and
 options checked by name and value before any work starts."""
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 import traceback
 
 import pyarrow as pa
 import pytest
 
 import cmi_datasource
-
-from cmi_datasource import errors
 from cmi_datasource.engine.capture import Capture
 from cmi_datasource.engine.options import READ_OPTIONS, WRITE_OPTIONS, ReadOptions, SaveOptions
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
-from cmi_datasource.errors import (CmiEncodeError, CmiFormatError, CmiOptionError, DumpSyntaxError, Location,
-                                   TruncatedError, ValueConversionError, unwrap, unwrap_text)
+from cmi_datasource.errors import (CmiEncodeError, CmiFormatError, CmiOptionError, Location, TruncatedError,
+                                   ValueConversionError)
+from cmi_datasource.spark.errors import StagingLostError, typed_errors, unwrap, unwrap_text
 from cmi_datasource.transports.mq.dmpmqmsg import write_dump
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
 from cmi_datasource.transports.sapdb.packet import SqlPacketError
 
+from conftest import ROOT
 from support import build_mq_messages
 
 PLACE = Location("/data/q.dmp", 4, 1234, 20, "0123456789ABCDEF0123456789ABCDEF", 3)
@@ -91,19 +95,47 @@ def test_a_cmi_error_in_the_cause_chain_is_returned_as_it_is():
 
 def test_typed_errors_raises_the_cmi_error_a_spark_exception_carries():
     with pytest.raises(DumpSyntaxError) as raised:
-        with errors.typed_errors():
-            raise RuntimeError(f"cmi_datasource.errors.DumpSyntaxError: {DumpSyntaxError('bad', PLACE)}")
+        with typed_errors():
+            raise RuntimeError(_as_spark_shows(DumpSyntaxError("bad", PLACE)))
     assert raised.value.location == PLACE and isinstance(raised.value.__cause__, RuntimeError)
     with pytest.raises(KeyError):
-        with errors.typed_errors():
+        with typed_errors():
             raise KeyError("not ours")
 
 
-def test_errors_cross_processes_with_their_fields():
-    e = TruncatedError("cut", PLACE, hint="try again")
+@pytest.mark.parametrize("kind", [TruncatedError, DumpSyntaxError])  # a core error; one kept with its transport
+def test_errors_cross_processes_with_their_fields(kind):
+    e = kind("cut", PLACE, hint="try again")
     back = pickle.loads(pickle.dumps(e))
-    assert (type(back), back.problem, back.location, back.hint, str(back)) == (
-        TruncatedError, "cut", PLACE, "try again", str(e))
+    assert (type(back), back.problem, back.location, back.hint, str(back)) == (kind, "cut", PLACE, "try again", str(e))
+
+
+def test_errors_defined_outside_the_core_module_unwrap_by_where_they_live():
+    dump = _as_spark_shows(DumpSyntaxError("X line holds 'ZZ'", PLACE))
+    assert dump.startswith("cmi_datasource.transports.mq.errors.DumpSyntaxError: X line holds 'ZZ'\n")
+    back = unwrap_text("[PYTHON_DATA_SOURCE_ERROR] Failed: " + dump)
+    assert type(back) is DumpSyntaxError and back.location == PLACE and back.hint == DumpSyntaxError.hint
+    staging = unwrap(RuntimeError("An exception was thrown from the Python worker: "
+                                  + _as_spark_shows(StagingLostError("the spill of partition 3 is gone"))))
+    assert type(staging) is StagingLostError and str(staging) == "the spill of partition 3 is gone"
+    import cmi_datasource
+    assert cmi_datasource.DumpSyntaxError is DumpSyntaxError  # still exported at the top
+
+
+def test_unwrapping_needs_neither_spark_nor_the_heavy_libraries():
+    """A Spark Connect client or a plain script reads the typed error back without pyspark, and the
+    package's own import stays light (Spark's discovery of pyspark_cmi imports it)."""
+    script = ("import sys\n"
+              "import cmi_datasource\n"
+              "heavy = ('pyspark', 'py4j', 'numpy', 'pyarrow', 'numba')\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+              "from cmi_datasource.spark.errors import unwrap\n"
+              "e = unwrap(RuntimeError('x: cmi_datasource.errors.TruncatedError: cut\\n  file: a.dmp'))\n"
+              "print(type(e).__name__, e.source)\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert done.stdout.splitlines() == ["[]", "TruncatedError a.dmp", "[]"], done.stderr
 
 
 # -- where: the attachment and the sequence number ------------------------------------------------

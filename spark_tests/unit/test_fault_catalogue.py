@@ -19,8 +19,8 @@ import pytest
 
 import cmi_datasource
 from cmi_datasource.errors import (CmiFormatError, CmiOptionError, DatasetLayoutError,
-                                   DumpSyntaxError, IncompleteAttachmentError, TruncatedError,
-                                   ValueConversionError)
+                                   IncompleteAttachmentError, TruncatedError, ValueConversionError)
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
 
 from independent_encoder import Encoder, Var, dump_text, shuffled, with_duplicates
 

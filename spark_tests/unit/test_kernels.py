@@ -24,7 +24,8 @@ from cmi_datasource.transports.mq.dmpmqmsg import format_message, parse_dump
 from cmi_datasource.transports.mq.dump_spans import read_dump_spans
 from cmi_datasource.transports.base import parse_span
 from cmi_datasource.charsets import code_page
-from cmi_datasource.errors import CmiFormatError, DumpSyntaxError, Location
+from cmi_datasource.errors import CmiFormatError, Location
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
 from cmi_datasource.encoding import FloatFormat
 from cmi_datasource.transports.mq.mqmd import MQMD
 from cmi_datasource.payload.sas_numbers import decode_number_fields

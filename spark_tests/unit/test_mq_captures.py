@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from cmi_datasource import Capture, read, transports
 from cmi_datasource.engine.decode import slice_batches
 from cmi_datasource.engine.write import DatasetToWrite, FileToWrite, WriteOptions
-from cmi_datasource.errors import DumpSyntaxError, TruncatedError
+from cmi_datasource.errors import TruncatedError
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
 from cmi_datasource.transports.mq import amqsbcg
 from cmi_datasource.transports.mq.amqsbcg import parse_browse, write_browse
 from cmi_datasource.transports.mq.dmpmqmsg import write_dump

@@ -9,7 +9,8 @@ from cmi_datasource import read
 from cmi_datasource.transports.base import read_spans
 from cmi_datasource.transports.mq.dmpmqmsg import (format_message, parse_dump, read_dump,
                                              write_dump)
-from cmi_datasource.errors import CmiFormatError, DumpSyntaxError, TruncatedError
+from cmi_datasource.errors import CmiFormatError, TruncatedError
+from cmi_datasource.transports.mq.errors import DumpSyntaxError
 from cmi_datasource.messages import PhysicalMessage
 from cmi_datasource.transports.mq.message import mqmd_of
 from cmi_datasource.transports.mq.mqmd import MQMD
@@ -537,7 +538,7 @@ def test_an_attribute_number_too_large_for_its_four_bytes_is_a_damaged_message(t
     import os
 
     from cmi_datasource import Capture
-    from cmi_datasource.errors import DumpSyntaxError
+    from cmi_datasource.transports.mq.errors import DumpSyntaxError
 
     sample = os.path.join(os.path.dirname(__file__), "..", "..", "sample_queues", "mixed_types.dmp")
     text = open(sample, "rb").read()

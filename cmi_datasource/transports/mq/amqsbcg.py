@@ -45,8 +45,9 @@ import numpy as np
 
 from ...compiled import kernel
 from ..base import Keep, parse_in_chunks
-from ...errors import CmiFormatError, DumpSyntaxError, KeptError, Location, TruncatedError
+from ...errors import CmiFormatError, KeptError, Location, TruncatedError
 from ...messages import PhysicalMessage
+from .errors import DumpSyntaxError
 from .hex_lines import PAIR_VALUES, all_head, decode_hex, head_apart, line_end, text_line
 from .message import mq_message
 from .mqmd import FIELDS_BY_BROWSE_NAME, MQLONG_MAX, MQLONG_MIN, MQMD, MQMD_FIELDS

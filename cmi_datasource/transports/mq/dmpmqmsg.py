@@ -22,8 +22,9 @@ from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..base import Keep, parse_in_chunks
-from ...errors import DumpSyntaxError, Location, TruncatedError
+from ...errors import Location, TruncatedError
 from ...messages import PhysicalMessage
+from .errors import DumpSyntaxError
 from .hex_lines import PAIR_VALUES, text_line, x_lines, x_run
 from .message import mq_message
 from .mqmd import FIELDS_BY_DUMP_CODE, MQLONG_MAX, MQLONG_MIN, MQMD, MQMD_FIELDS
