@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import re
-from typing import Dict, Iterator, Optional
+from typing import Dict, Iterator, Optional, Type
 
 from ..errors import CmiError, CmiFormatError, Location
 
@@ -29,7 +29,7 @@ _LABELLED = re.compile(r"  (what to do|file|message|file offset|payload offset|a
 _SPARK_TAIL = re.compile(r"\s*SQLSTATE: \w+\s*$")
 
 
-def _error_class(module: str, name: str) -> Optional[type]:
+def _error_class(module: str, name: str) -> Optional[Type[CmiError]]:
     """The CmiError subclass ``module.name``: a transport's module is imported when this process
     has not (a driver never imports the transports its workers use)."""
     try:
@@ -56,14 +56,15 @@ def unwrap(exc: BaseException) -> Optional[CmiError]:
     already is a ``CmiError`` is returned as it is.
     """
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, CmiError):
-            return exc
-        typed = unwrap_text(str(exc))
+    at: Optional[BaseException] = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if isinstance(at, CmiError):
+            return at
+        typed = unwrap_text(str(at))
         if typed is not None:
             return typed
-        exc = exc.__cause__ or exc.__context__
+        at = at.__cause__ or at.__context__
     return None
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+import cmi_datasource
+
 from cmi_datasource import Capture, read
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
 from cmi_datasource.errors import TruncatedError
@@ -170,11 +172,11 @@ def test_damage_past_the_first_chunk_names_the_message_by_its_place_in_the_whole
                                                    else x for x in lines] if n == number else lines)
     monkeypatch.setattr(AmqsbcgFormat, "_chunk_bytes", len(text) // 4)  # several chunks: the threaded path
     capture = open_text(tmp_path, text)
-    rows = capture.messages_table().to_pylist()
+    rows = cmi_datasource.read(capture, view="messages").to_pylist()
     assert [r["index"] for r in rows] == list(range(1, len(messages) + 1))
     assert [r["index"] for r in rows if r["problem"]] == [number]
     with pytest.raises(DumpSyntaxError) as raised:
-        capture.dataset_table()
+        cmi_datasource.read(capture)
     assert raised.value.message_number == number
     text_bytes = tmp_path.joinpath("browse.txt").read_bytes()
     assert text_bytes.rfind(b"MQGET of message number ", 0, raised.value.location.file_offset + 40) == \
