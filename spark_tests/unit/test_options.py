@@ -1,14 +1,48 @@
-"""The options table: what it declares agrees with the option classes, and transports add
-theirs through the seam."""
+"""The options table: what it generates (docs/options.md, CmiDataSource's docstring) is current,
+what it declares agrees with the option classes, and transports add theirs through the seam."""
 import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 
 from cmi_datasource import transports
-from cmi_datasource.engine.options import OPTIONS, ReadOptions, SaveOptions
+from cmi_datasource.engine.options import OPTIONS, ReadOptions, SaveOptions, markdown
 from cmi_datasource.errors import CmiOptionError
 from cmi_datasource.option_table import READ, Option, whole_number
 from cmi_datasource.transports.base import Transport
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DOCS = os.path.join(ROOT, "docs", "options.md")
+
+
+def test_docs_options_md_is_what_the_table_generates():
+    with open(DOCS, encoding="utf-8") as f:
+        kept = f.read()
+    assert kept == markdown(), ("docs/options.md is stale: run "
+                                "python -m cmi_datasource.engine.options --markdown > docs/options.md")
+
+
+def test_the_generator_command_prints_it():
+    printed = subprocess.run([sys.executable, "-m", "cmi_datasource.engine.options", "--markdown"], cwd=ROOT,
+                             capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert printed.stdout == markdown()
+
+
+def test_every_option_is_documented_once_per_side_in_both_places():
+    pytest.importorskip("pyspark")
+    from cmi_datasource.spark.source import CmiDataSource
+    doc = CmiDataSource.__doc__
+    documented = [o for o in OPTIONS] + [o for t in transports.builtin_transports() for o in t.options]
+    assert {"sapdb.port", "mqtt.port", "mqtt.broker"} <= {o.name for o in documented}
+    for option in documented:
+        assert f"| `{option.name}` |" in markdown()
+        assert f"- ``{option.name}``" in doc
+    assert 'spark.read.format("cmi").load("sample_queues/mixed_types.dmp")' in doc  # the examples stay
+    assert "Transport ``tibrv`` requires ``273``" in doc  # a transport's rule, from the seam
+    names = [(o.side, o.key) for o in documented]
+    assert len(names) == len(set(names))
 
 
 @pytest.mark.parametrize("cls, side", [(ReadOptions, "read"), (SaveOptions, "write")])
