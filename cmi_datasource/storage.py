@@ -281,12 +281,13 @@ def _visible(name: str) -> bool:
     return not (name.startswith(".") or name.startswith("_"))
 
 
-def list_capture_files(given: str) -> List[str]:
+def list_capture_files(given: str, recursive: bool = True) -> List[str]:
     """The files ``given`` names: itself, the visible files below it when it is a directory
-    (at any depth, in name order), or those a glob matches. Raises CmiOptionError when nothing
-    is there."""
+    (at any depth, in name order; only its own files when not ``recursive``), or those a glob
+    matches (a directory it matches read as one given). Raises CmiOptionError when nothing is
+    there."""
     if not is_remote(given):
-        return _list_local(local_path(given))
+        return _list_local(local_path(given), recursive)
     import glob as globbing
 
     import pyarrow.fs as pafs
@@ -306,6 +307,8 @@ def list_capture_files(given: str) -> List[str]:
         found = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
     except OSError as e:
         raise _refused(given, e, "listing") from None
+    # A glob names paths this deep below ``base``; a file deeper is in a directory it named.
+    named_depth = len(inner.split("/")) - len(base.split("/")) if magic else 0
     files = []
     for entry in found:
         if entry.type != pafs.FileType.File:
@@ -315,13 +318,16 @@ def list_capture_files(given: str) -> List[str]:
             continue
         if magic and not fnmatch.fnmatchcase(entry.path, inner):
             continue
+        in_directory = len(below) - named_depth
+        if in_directory > 1 and not recursive:
+            continue
         files.append(_uri(given, entry.path))
     if magic and not files:
         raise PathNotFoundError(f"no file matches {given!r}")
     return sorted(files)
 
 
-def _list_local(given: str) -> List[str]:
+def _list_local(given: str, recursive: bool) -> List[str]:
     import glob as globbing
     matches = sorted(globbing.glob(given)) if globbing.has_magic(given) else [given]
     if not matches:
@@ -330,7 +336,7 @@ def _list_local(given: str) -> List[str]:
     for path in matches:
         if os.path.isdir(path):
             for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if _visible(d))
+                dirs[:] = sorted(d for d in dirs if _visible(d)) if recursive else []
                 found.extend(os.path.join(root, f) for f in sorted(files) if _visible(f))
         elif os.path.isfile(path):
             found.append(path)

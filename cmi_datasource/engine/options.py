@@ -170,6 +170,9 @@ OPTIONS: Tuple[Option, ...] = (
     _read("maxRecordBytes", whole_number(), "The most bytes one record of a capture may take, decompressed: a "
           "text line or message, an MQGET record, an RV message, an MQTT or RTE packet, the unread bytes of a "
           "TCP stream.", DEFAULT_MAX_RECORD_BYTES, "64 MiB", field="max_record_bytes"),
+    _read("recursiveFileLookup", boolean, "`true`: a directory in `load()` is read with the files of all its "
+          "subdirectories, at any depth; `false`: only its own files. Either way, names starting with `_` or `.` "
+          "are skipped.", True, field="recursive_file_lookup"),
 
     _write("dataset", _write_dataset, "Library and member name of the attachment (SAS names).", ("WORK", "DATA"),
            "WORK.DATA"),
@@ -286,6 +289,7 @@ class ReadOptions:
     # environment variable CMI_DATASOURCE_CACHE or the default decides (cache.py).
     cache_dir: Optional[str] = None
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES  # what one record of a capture may take (containers.py)
+    recursive_file_lookup: bool = True  # directories read with their subdirectories (paths.py)
 
     # The parsers read the bound of their process (containers.max_record_bytes): options made here,
     # or unpickled in a Spark worker, set it there.

@@ -23,7 +23,7 @@ from .capture import held_open
 from .index import file_key
 from .memo import KeptInMemory
 from .options import ReadOptions
-from .paths import resolve_paths
+from .paths import files_to_read
 from .views import view
 
 PLAN_FORMAT = 1  # bump when what is kept changes shape
@@ -39,7 +39,7 @@ _MEMORY: KeptInMemory[Planned] = KeptInMemory(8)
 
 
 def _key(o: ReadOptions) -> tuple:
-    return ("plan", PLAN_FORMAT, repr(o), tuple(file_key(f) for f in resolve_paths(o.paths)))
+    return ("plan", PLAN_FORMAT, repr(o), tuple(file_key(f) for f in files_to_read(o)))
 
 
 def _kept(key: tuple) -> Optional[Planned]:

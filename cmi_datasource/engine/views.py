@@ -22,7 +22,7 @@ from .capture import Capture, open_cached
 from .decode import slice_batches
 from .options import DROPMALFORMED, FAILFAST, PERMISSIVE, ReadOptions
 from .recovery import LostRows
-from .paths import resolve_paths
+from .paths import file_filters, files_to_read
 from .plan import SlicePack, pack_slices, partition_target
 from .tables import (ATTACHMENTS_SCHEMA, FILES_SCHEMA, VARIABLES_SCHEMA, attachments_table, files_table,
                      message_batches, messages_schema, variables_table)
@@ -37,7 +37,7 @@ class View:
 
 
 def _capture(o: ReadOptions) -> Capture:
-    return open_cached(o.paths, o.charsets, o.format, o.transport_options)
+    return open_cached(o.paths, o.charsets, o.format, o.transport_options, **file_filters(o))
 
 
 def _batches(table: pa.Table, o: ReadOptions) -> Iterator[pa.RecordBatch]:
@@ -216,7 +216,7 @@ def _file_view(found: FileView) -> View:
     def read(path: str, o: ReadOptions) -> Iterator[pa.RecordBatch]:
         options = dict(o.transport_options, **({"format": o.format} if o.format else {}))
         return _batches(found.read(path, options), o)
-    return View(found.name, lambda o: found.schema, lambda o: resolve_paths(o.paths), read)
+    return View(found.name, lambda o: found.schema, files_to_read, read)
 
 
 def view(name: str) -> View:

@@ -1,14 +1,18 @@
 """The options table: what it generates (docs/options.md, CmiDataSource's docstring) is current,
-what it declares agrees with the option classes, and transports add theirs through the seam."""
+what it declares agrees with the option classes, transports add theirs through the seam, and the
+read option recursiveFileLookup chooses the files a load reads."""
 import dataclasses
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from cmi_datasource import transports
+from cmi_datasource.cli.reading import view_table
 from cmi_datasource.engine.options import OPTIONS, ReadOptions, SaveOptions, markdown
+from cmi_datasource.engine.paths import files_to_read
 from cmi_datasource.errors import CmiOptionError
 from cmi_datasource.option_table import READ, Option, whole_number
 from cmi_datasource.transports.base import Transport
@@ -83,3 +87,49 @@ def test_a_transport_options_value_is_parsed_by_its_entry():
     assert port.value({}) == (1883, 8883) and port.value({"mqtt.port": "1884,8884"}) == (1884, 8884)
     with pytest.raises(CmiOptionError, match="option mqtt.port must be TCP port numbers"):
         ReadOptions.parse({"path": "x.pcap", "MQTT.PORT": "http"})
+
+
+# -- recursiveFileLookup, on the sample captures -------------------------------------------------
+
+def _files(**options):
+    return [os.path.basename(f) for f in files_to_read(ReadOptions.parse(options))]
+
+
+def _refusal(samples_dir, options) -> str:
+    """The error of a read of the samples with ``options``, handed over as Spark does: lower-cased."""
+    with pytest.raises(CmiOptionError) as raised:
+        ReadOptions.parse({"path": samples_dir, **{k.lower(): v for k, v in options.items()}})
+    return str(raised.value)
+
+
+@pytest.fixture()
+def nested(tmp_path, samples_dir):
+    """Real captures in a tree: top/, top/2024/, top/2024/01/, and a hidden folder."""
+    layout = {"mixed_types.dmp": "", "tibrv_capture.rv": "2024", "nightly_batch.dmp": "2024/01",
+              "files.dmp": "_staging"}
+    for name, folder in layout.items():
+        os.makedirs(tmp_path / folder, exist_ok=True)
+        shutil.copy(os.path.join(samples_dir, name), tmp_path / folder / name)
+    return str(tmp_path)
+
+
+def test_recursive_file_lookup_is_true_by_default_and_false_reads_the_directorys_own_files(nested):
+    assert _files(path=nested) == ["mixed_types.dmp", "tibrv_capture.rv", "nightly_batch.dmp"]
+    assert _files(path=nested, recursiveFileLookup="true") == _files(path=nested)
+    assert _files(path=nested, recursiveFileLookup="false") == ["mixed_types.dmp"]
+
+
+def test_the_plan_changes_with_the_filters(nested):
+    every = view_table(ReadOptions.parse({"path": nested, "view": "attachments"}))
+    own = view_table(ReadOptions.parse({"path": nested, "view": "attachments", "recursiveFileLookup": "false"}))
+    assert own.num_rows < every.num_rows
+    assert {os.path.basename(s) for s in own.column("source").to_pylist()} == {"mixed_types.dmp"}
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({"recursiveFileLookup": "sometimes"}, "option recursiveFileLookup must be true or false, not 'sometimes'"),
+    ({"recursiveFileLookUp": "false", "recursivefilelookupp": "x"}, "'recursivefilelookupp' is not known (did you "
+                                                                     "mean 'recursiveFileLookup'?)"),
+])
+def test_bad_recursive_file_lookup_values_name_the_option(samples_dir, options, expected):
+    assert expected in _refusal(samples_dir, options)
