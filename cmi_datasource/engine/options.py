@@ -28,6 +28,7 @@ from ..option_table import READ, WRITE, Option, boolean, named, nonblank, one_of
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, NAME_RULES
 from ..storage import local_path
+from .paths import name_matcher
 from .write import WriteOptions
 
 # Room for a header with a few attachments and any one variable definition.
@@ -79,6 +80,11 @@ def _cache_dir(raw: str, name: str) -> str:
         return cache.setting_of(raw, f"option {name}")
     except ValueError as e:
         raise CmiOptionError(str(e)) from None
+
+
+def _name_glob(raw: str, name: str) -> str:
+    name_matcher(raw)  # refuses a glob no file name can match
+    return raw
 
 
 def _view_name(raw: str, name: str) -> str:
@@ -173,6 +179,10 @@ OPTIONS: Tuple[Option, ...] = (
     _read("recursiveFileLookup", boolean, "`true`: a directory in `load()` is read with the files of all its "
           "subdirectories, at any depth; `false`: only its own files. Either way, names starting with `_` or `.` "
           "are skipped.", True, field="recursive_file_lookup"),
+    _read("pathGlobFilter", _name_glob, "Read only the files found in directories whose names match this glob, "
+          "as in Spark's file sources: `*`, `?`, `[abc]`, `[^abc]` and `{a,b}` alternatives, case-sensitive "
+          "(`*.dmp`, `*.{dmp,rv}`). A file named in `load()` (or matched by its glob) is read whatever its name.",
+          field="path_glob_filter"),
 
     _write("dataset", _write_dataset, "Library and member name of the attachment (SAS names).", ("WORK", "DATA"),
            "WORK.DATA"),
@@ -289,6 +299,7 @@ class ReadOptions:
     # environment variable CMI_DATASOURCE_CACHE or the default decides (cache.py).
     cache_dir: Optional[str] = None
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES  # what one record of a capture may take (containers.py)
+    path_glob_filter: Optional[str] = None  # the names of the files read in directories match it (paths.py)
     recursive_file_lookup: bool = True  # directories read with their subdirectories (paths.py)
 
     # The parsers read the bound of their process (containers.max_record_bytes): options made here,

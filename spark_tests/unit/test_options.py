@@ -1,6 +1,6 @@
 """The options table: what it generates (docs/options.md, CmiDataSource's docstring) is current,
 what it declares agrees with the option classes, transports add theirs through the seam, and the
-read option recursiveFileLookup chooses the files a load reads."""
+read options pathGlobFilter and recursiveFileLookup choose the files a load reads."""
 import dataclasses
 import os
 import shutil
@@ -14,6 +14,7 @@ from cmi_datasource.cli.reading import view_table
 from cmi_datasource.engine.options import OPTIONS, ReadOptions, SaveOptions, markdown
 from cmi_datasource.engine.paths import files_to_read
 from cmi_datasource.errors import CmiOptionError
+from cmi_datasource.storage import PathNotFoundError
 from cmi_datasource.option_table import READ, Option, whole_number
 from cmi_datasource.transports.base import Transport
 
@@ -132,4 +133,47 @@ def test_the_plan_changes_with_the_filters(nested):
                                                                      "mean 'recursiveFileLookup'?)"),
 ])
 def test_bad_recursive_file_lookup_values_name_the_option(samples_dir, options, expected):
+    assert expected in _refusal(samples_dir, options)
+
+
+# -- pathGlobFilter, on the sample captures ------------------------------------------------------
+
+def test_path_glob_filter_keeps_the_files_whose_names_match(samples_dir):
+    every = _files(path=samples_dir)
+    assert {"mixed_types.dmp", "tibrv_capture.rv", "amqsbcg_browse.txt"} <= set(every)
+    assert _files(path=samples_dir, pathGlobFilter="*.dmp") == sorted(f for f in every if f.endswith(".dmp"))
+    assert _files(path=samples_dir, pathglobfilter="*.{rv,mqtt}") == ["mqtt_stream.mqtt", "tibrv_capture.rv"]
+    assert _files(path=samples_dir, pathGlobFilter="[^bfmnsz]*") == ["amqsbcg_browse.txt", "tibrv_capture.rv"]
+    with pytest.raises(PathNotFoundError):  # names are matched with their case
+        _files(path=samples_dir, pathGlobFilter="*.DMP")
+
+
+def test_path_glob_filter_changes_what_a_view_reads(samples_dir):
+    def formats(**options):
+        table = view_table(ReadOptions.parse({"path": samples_dir, "view": "messages", **options}))
+        return {os.path.basename(s) for s in table.column("source").to_pylist()}
+    assert formats(pathGlobFilter="*.rv") == {"tibrv_capture.rv"}
+    assert formats(pathGlobFilter="nightly_*") == {"nightly_batch.dmp"}
+
+
+def test_a_file_named_is_read_whatever_the_filter(samples_dir):
+    named = os.path.join(samples_dir, "tibrv_capture.rv")
+    assert _files(path=named, pathGlobFilter="*.dmp") == ["tibrv_capture.rv"]
+
+
+def test_the_two_options_together(nested):
+    assert _files(path=nested, pathGlobFilter="*.dmp") == ["mixed_types.dmp", "nightly_batch.dmp"]
+    assert _files(paths=f'["{nested}/2024"]', recursiveFileLookup="false") == ["tibrv_capture.rv"]
+    with pytest.raises(PathNotFoundError, match="whose names match pathGlobFilter '\\*.rv'"):
+        _files(path=nested, recursiveFileLookup="false", pathGlobFilter="*.rv")
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({"pathGlobFilter": ""}, "option pathGlobFilter is matched against file names: it must be a non-empty glob"),
+    ({"pathGlobFilter": "2024/*.dmp"}, "option pathGlobFilter is matched against file names"),
+    ({"pathGlobFilter": "*.{dmp,rv"}, "option pathGlobFilter has a '{' without its '}'"),
+    ({"pathGlobFilter": "*.dmp}"}, "option pathGlobFilter has a '}' without its '{'"),
+    ({"pathGlobFliter": "*.dmp"}, "'pathglobfliter' is not known (did you mean 'pathGlobFilter'?)"),
+])
+def test_bad_path_glob_filter_values_name_the_option(samples_dir, options, expected):
     assert expected in _refusal(samples_dir, options)
