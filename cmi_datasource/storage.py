@@ -26,7 +26,7 @@ import posixpath
 import re
 import stat
 from dataclasses import dataclass
-from typing import BinaryIO, List, Optional, Tuple
+from typing import BinaryIO, Callable, List, Optional, Tuple
 
 from .errors import CmiError, CmiOptionError, InputFileError, Location
 
@@ -282,12 +282,16 @@ def _visible(name: str) -> bool:
     return not (name.startswith(".") or name.startswith("_"))
 
 
-def list_capture_files(given: str) -> List[str]:
+def list_capture_files(given: str, recursive: bool = True,
+                       name_matches: Optional[Callable[[str], bool]] = None) -> List[str]:
     """The files ``given`` names: itself, the visible files below it when it is a directory
-    (at any depth, in name order), or those a glob matches. Raises CmiOptionError when nothing
-    is there."""
+    (at any depth, in name order; only its own files when not ``recursive``), or those a glob
+    matches (a directory it matches read as one given). ``name_matches`` decides on the names of
+    the files found in directories; a file named (or matched by a glob) is read as named.
+    Raises CmiOptionError when nothing is there."""
+    name_matches = name_matches or _any_name
     if not is_remote(given):
-        return _list_local(local_path(given))
+        return _list_local(local_path(given), recursive, name_matches)
     import glob as globbing
 
     import pyarrow.fs as pafs
@@ -307,6 +311,8 @@ def list_capture_files(given: str) -> List[str]:
         found = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
     except OSError as e:
         raise _refused(given, e, "listing") from None
+    # A glob names paths this deep below ``base``; a file deeper is in a directory it named.
+    named_depth = len(inner.split("/")) - len(base.split("/")) if magic else 0
     files = []
     for entry in found:
         if entry.type != pafs.FileType.File:
@@ -316,13 +322,20 @@ def list_capture_files(given: str) -> List[str]:
             continue
         if magic and not fnmatch.fnmatchcase(entry.path, inner):
             continue
+        in_directory = len(below) - named_depth
+        if in_directory > 0 and not ((recursive or in_directory == 1) and name_matches(below[-1])):
+            continue
         files.append(_uri(given, entry.path))
     if magic and not files:
         raise PathNotFoundError(f"no file matches {given!r}")
     return sorted(files)
 
 
-def _list_local(given: str) -> List[str]:
+def _any_name(name: str) -> bool:
+    return True
+
+
+def _list_local(given: str, recursive: bool, name_matches: Callable[[str], bool]) -> List[str]:
     import glob as globbing
     matches = sorted(globbing.glob(given)) if globbing.has_magic(given) else [given]
     if not matches:
@@ -331,8 +344,8 @@ def _list_local(given: str) -> List[str]:
     for path in matches:
         if os.path.isdir(path):
             for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if _visible(d))
-                found.extend(os.path.join(root, f) for f in sorted(files) if _visible(f))
+                dirs[:] = sorted(d for d in dirs if _visible(d)) if recursive else []
+                found.extend(os.path.join(root, f) for f in sorted(files) if _visible(f) and name_matches(f))
         elif os.path.isfile(path):
             found.append(path)
         elif os.path.exists(path):  # a FIFO would block the read, a device never end it

@@ -14,7 +14,7 @@ import contextlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..charsets import CharsetPolicy
 from ..containers import compression_of
@@ -207,11 +207,12 @@ def held_open() -> Iterator[None]:
 
 
 def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[str] = None,
-                options: Tuple[Tuple[str, str], ...] = ()) -> Capture:
+                options: Tuple[Tuple[str, str], ...] = (), **file_filters: Any) -> Capture:
     """``Capture.open``, reused within one process (a Spark Python worker plans and reads many
     times). The key holds each file's identity (size, mtime, a CRC of its ends), so a changed
-    file is read again."""
-    files = resolve_paths(paths)
+    file is read again. ``file_filters``: which files under ``paths`` are read
+    (``paths.file_filters``)."""
+    files = resolve_paths(paths, **file_filters)
     key = (tuple(file_key(f) for f in files), charsets, format, tuple(options))
     capture = _OPEN.get(key) or (_HELD or {}).get(key)
     if capture is None:

@@ -15,6 +15,7 @@ from ..messages import PhysicalMessage
 from .capture import Capture, open_cached
 from .modes import ReadMode, read_mode
 from .options import ReadOptions
+from .paths import file_filters
 from .reread import PlannedMessage
 
 
@@ -31,7 +32,7 @@ class Load:
         if self.given is not None:
             return self.given
         o = self.options
-        return open_cached(o.paths, o.charsets, o.format, o.transport_options)
+        return open_cached(o.paths, o.charsets, o.format, o.transport_options, **file_filters(o))
 
     def held(self, planned: Sequence[PlannedMessage]) -> Optional[List[PhysicalMessage]]:
         """The planned messages when the capture holds them in memory (a capture given whole),

@@ -1,16 +1,22 @@
-"""Read and write options: parsed once from the strings Spark (or a caller) hands over, and
-validated with messages that name the option.
+"""Read and write options: one table of entries (``option_table.Option``: name, parser, default,
+documentation, side, transport), from which the options Spark (or a caller) hands over are parsed
+and validated with messages that name the option, and from which ``docs/options.md`` and the
+options part of ``CmiDataSource``'s docstring are generated::
 
-The tables ``READ_OPTIONS`` and ``WRITE_OPTIONS`` are the one list of what each side accepts:
-a name in neither (nor a ``<transport>.<name>`` option the transport declares) is an error that
-lists the valid names and suggests the closest, so a misspelled option is never ignored."""
+    python -m cmi_datasource.engine.options --markdown > docs/options.md
+
+``OPTIONS`` is the core's table; each transport adds its "<transport>.<name>" options through
+``Transport.options``. A name neither declares is an error that lists the valid names and
+suggests the closest, so a misspelled option is never ignored."""
 from __future__ import annotations
 
 import json
 import os
 import re
-from dataclasses import dataclass
-from typing import Mapping, Optional, Tuple
+import sys
+import textwrap
+from dataclasses import dataclass, fields
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .. import cache
 from ..charsets import CCSID_CODECS, CharsetPolicy
@@ -18,98 +24,259 @@ from ..encoding import ENCODING_BIG_ENDIAN, ENCODING_LITTLE_ENDIAN, ENCODING_ZOS
 from .. import transports
 from ..containers import DEFAULT_MAX_RECORD_BYTES, limit_records
 from ..errors import CmiOptionError, not_one_of
+from ..option_table import READ, WRITE, Option, boolean, named, nonblank, one_of, text, whole_number
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, NAME_RULES
 from ..storage import local_path
+from .paths import name_matcher
 from .write import WriteOptions
 
 # Room for a header with a few attachments and any one variable definition.
 MIN_MESSAGE_BYTES = 512
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20
 
-
 # Spark's own keys: load(path) arrives as "path", load([a, b]) as "paths" (JSON); a catalog table
 # (CREATE TABLE ... USING cmi) adds "owner", "provider" and, with LOCATION, "location" (its path).
 _SPARK_KEYS = ("path", "paths", "owner", "provider", "location")
-READ_OPTIONS = ("format", "view", "dataset", "attachment", "mode", "columnNameOfCorruptRecord", "ccsid",
-                "defaultCcsid", "temporalTypes", "batchRows", "maxPartitionBytes", "minPartitions", "cacheDir",
-                "maxRecordBytes")
 # What a read does about damage, as Spark's file sources name it (README "Damaged captures"):
 # FAILFAST raises, PERMISSIVE adds a row per damaged stretch, DROPMALFORMED keeps trusted rows only.
 FAILFAST, PERMISSIVE, DROPMALFORMED = "failfast", "permissive", "dropmalformed"
 READ_MODES = (FAILFAST, PERMISSIVE, DROPMALFORMED)
 CORRUPT_RECORD = "_corrupt_record"
-WRITE_OPTIONS = ("dataset", "encoding", "ccsid", "longSize", "maxMessageBytes", "message", "description",
-                 "label", "truncate", "attachmentPerPartition", "deterministic", "kind", "lrecl", "transport",
-                 "validVarName", "lossyNumbers")
+WRITE_KINDS = ("dataset", "text", "binary")
+_SAS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENCODINGS = {ENCODING_LITTLE_ENDIAN: "little-endian", ENCODING_BIG_ENDIAN: "big-endian",
+             ENCODING_ZOS: "z/OS, S/390 floats"}
+
+
+# -- parsers of the core's options ----------------------------------------------------------------
+
+def _ccsid(raw: str, name: str) -> int:
+    value = whole_number()(raw, name)
+    if value not in CCSID_CODECS:
+        raise CmiOptionError(f"option {name}: CCSID {value} is not supported; supported: {sorted(CCSID_CODECS)}")
+    return value
+
+
+def _capture_format(raw: str, name: str) -> str:
+    return transports.capture_format(raw.strip().lower()).name
+
+
+def _read_dataset(raw: str, name: str) -> str:
+    if raw.count(".") > 1 or not all(p.strip() for p in raw.split(".")):
+        raise CmiOptionError(f"option {name} must be LIB.MEMBER or MEMBER, not {raw!r}")
+    return raw
+
+
+def _attachment_key(raw: str, name: str) -> str:
+    key = raw.strip().upper()
+    if len(key) != 32 or any(c not in "0123456789ABCDEF" for c in key):
+        raise CmiOptionError(f"option {name} must be 32 hex digits (the attachment key), not {raw!r}")
+    return key
+
+
+def _cache_dir(raw: str, name: str) -> str:
+    try:
+        return cache.setting_of(raw, f"option {name}")
+    except ValueError as e:
+        raise CmiOptionError(str(e)) from None
+
+
+def _name_glob(raw: str, name: str) -> str:
+    name_matcher(raw)  # refuses a glob no file name can match
+    return raw
+
+
+def _view_name(raw: str, name: str) -> str:
+    return raw.strip().lower()  # a name in views.VIEWS or a transport's view: checked there
+
+
+def _write_dataset(raw: str, name: str) -> Tuple[str, str]:
+    parts = raw.strip().split(".")
+    if len(parts) == 1:
+        parts = ["WORK"] + parts
+    if (len(parts) != 2 or not all(_SAS_NAME.fullmatch(p) for p in parts)
+            or len(parts[0]) > 8 or len(parts[1]) > 32):
+        raise CmiOptionError(f"option {name} must be LIB.MEMBER with SAS names (library up to 8, member "
+                             f"up to 32 characters), not {raw!r}")
+    return parts[0].upper(), parts[1].upper()
+
+
+def _encoding(raw: str, name: str) -> int:
+    value = whole_number()(raw, name)
+    if value not in ENCODINGS:
+        raise CmiOptionError(f"option {name} must be " + ", ".join(f"{e} ({what})" for e, what in ENCODINGS.items())
+                             + f", not {value}")
+    return value
+
+
+def _long_size(raw: str, name: str) -> int:
+    value = whole_number()(raw, name)
+    if value not in (4, 8):
+        raise CmiOptionError(f"option {name} must be 4 or 8, not {value}")
+    return value
+
+
+def _transport(raw: str, name: str) -> str:
+    value = raw.strip().lower()
+    transports.write_format(value)  # refuses a transport that is not known or writes nothing
+    return value
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+def _read(name: str, parse, doc: str, default: Any = None, shown: Optional[str] = None,
+          field: Optional[str] = None) -> Option:
+    return Option(name, READ, parse, doc, default, shown, None, field)
+
+
+def _write(name: str, parse, doc: str, default: Any = None, shown: Optional[str] = None,
+           field: Optional[str] = None) -> Option:
+    return Option(name, WRITE, parse, doc, default, shown, None, field)
+
+
+# The core's options, each side in the order the documentation lists them. Adding one: an entry
+# here, a field of that name in ReadOptions or SaveOptions, and the code that acts on it.
+OPTIONS: Tuple[Option, ...] = (
+    _read("format", _capture_format, "The capture format of every file, one of those the transports register "
+          "(`dmpmqmsg`, `amqsbcg`, `mqget`, `tibrv`, `mqtt`, `pcap`, `sapdb`). By default each file's format is "
+          "recognised from its first bytes (compressed files too); a file no format recognises is an "
+          "`UnknownCaptureFormatError` naming the formats known.", shown="recognised per file", field="format"),
+    _read("view", _view_name, "`dataset`: the rows of one SAS dataset. "
+          "`attachments`: one row per attachment. `variables`: one row per variable per dataset (like PROC "
+          "CONTENTS). `files`: one row per external file attachment. `messages`: one row per physical message. "
+          "A transport may add its own: `sapdb`, one row per part of every SAP DB / MaxDB SQL packet.",
+          "dataset", field="view"),
+    _read("dataset", _read_dataset, "`LIB.MEMBER` (or just `MEMBER`), case-insensitive, from the header's "
+          "qualifiers. With neither `dataset` nor `attachment`: the only complete dataset; several complete "
+          "datasets with identical variables are unioned; otherwise the error lists every candidate.",
+          field="dataset"),
+    _read("attachment", _attachment_key, "The attachment key: 32 hex digits (the first 16 bytes of the "
+          "attachment's CorrelId).", field="attachment"),
+    _read("mode", one_of(*READ_MODES), "What a read does about damage, as Spark's file sources: `FAILFAST` "
+          "raises a typed error naming where; `PERMISSIVE` returns the rows that can be trusted plus a row of "
+          "nulls per damaged stretch, whose `columnNameOfCorruptRecord` column says what was lost and where; "
+          "`DROPMALFORMED` returns the trusted rows only.", FAILFAST, "FAILFAST", field="mode"),
+    _read("columnNameOfCorruptRecord", nonblank, "`PERMISSIVE`'s column saying what was lost and where.",
+          CORRUPT_RECORD, field="corrupt_column"),
+    _read("ccsid", _ccsid, "Decode characters in this CCSID whatever the messages say."),
+    _read("defaultCcsid", _ccsid, "The CCSID of messages whose CodedCharSetId is 0 (1208 is UTF-8).", 1208),
+    _read("temporalTypes", boolean, "`true`: date, datetime and time formats give `date`, `timestamp_ntz` and "
+          "`time` columns; `false`: plain SAS numbers.", True, field="temporal"),
+    _read("batchRows", whole_number(), "Observations per Arrow record batch.", DEFAULT_BATCH_ROWS,
+          field="batch_rows"),
+    _read("maxPartitionBytes", whole_number(), "The most observation bytes (rows × observation length, as "
+          "decoded) one partition produces; a large attachment is cut at observation boundaries.",
+          DEFAULT_MAX_PARTITION_BYTES, "128 MiB", field="max_partition_bytes"),
+    _read("minPartitions", whole_number(), "The fewest partitions.", lambda: os.cpu_count() or 1,
+          "the CPU count where planning runs", field="min_partitions"),
+    _read("cacheDir", _cache_dir, "The disk cache of message indexes and plans: an absolute directory, or `off` "
+          "(also `none`, `0`) for none.", shown="`CMI_DATASOURCE_CACHE`, else `~/.cache/cmi-datasource`",
+          field="cache_dir"),
+    _read("maxRecordBytes", whole_number(), "The most bytes one record of a capture may take, decompressed: a "
+          "text line or message, an MQGET record, an RV message, an MQTT or RTE packet, the unread bytes of a "
+          "TCP stream.", DEFAULT_MAX_RECORD_BYTES, "64 MiB", field="max_record_bytes"),
+    _read("recursiveFileLookup", boolean, "`true`: a directory in `load()` is read with the files of all its "
+          "subdirectories, at any depth; `false`: only its own files. Either way, names starting with `_` or `.` "
+          "are skipped.", True, field="recursive_file_lookup"),
+    _read("pathGlobFilter", _name_glob, "Read only the files found in directories whose names match this glob, "
+          "as in Spark's file sources: `*`, `?`, `[abc]`, `[^abc]` and `{a,b}` alternatives, case-sensitive "
+          "(`*.dmp`, `*.{dmp,rv}`). A file named in `load()` (or matched by its glob) is read whatever its name.",
+          field="path_glob_filter"),
+
+    _write("dataset", _write_dataset, "Library and member name of the attachment (SAS names).", ("WORK", "DATA"),
+           "WORK.DATA"),
+    _write("encoding", _encoding, "MQ Encoding of the numbers: 546 little-endian IEEE, 273 big-endian IEEE, 785 "
+           "z/OS (S/390 floats).", ENCODING_LITTLE_ENDIAN),
+    _write("ccsid", _ccsid, "Code page of the characters; a character the code page lacks is an error naming "
+           "the column.", 1208),
+    _write("longSize", _long_size, "Size of CMI `long` fields: 4, or 8 for 64-bit receivers.", 4),
+    _write("maxMessageBytes", whole_number(MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES,
+                                           f"may lower the limit of {MAX_MESSAGE_BYTES} bytes, not raise it"),
+           "The largest message payload (may be lowered, down to 512).", MAX_MESSAGE_BYTES),
+    _write("message", text, "The application message text.", ""),
+    _write("description", text, "The attachment description in the header.", "", field="description"),
+    _write("label", text, "The dataset label.", "", field="label"),
+    _write("truncate", boolean, "Cut character values longer than 32767 bytes (or their `sas_length`) instead "
+           "of failing.", False),
+    _write("attachmentPerPartition", boolean, "One attachment per non-empty partition instead of one per save.",
+           False, field="attachment_per_partition"),
+    _write("deterministic", boolean, "Fixed ids and times, so the same input gives a byte-identical capture.",
+           False),
+    _write("kind", one_of(*WRITE_KINDS), "`dataset`, or `text` / `binary`: write a DataFrame of `name` + `text` "
+           "(or `content`) as file attachments.", "dataset", field="kind"),
+    _write("lrecl", whole_number(), "Logical record length of written files.", shown="longest line / 256",
+           field="lrecl"),
+    _write("transport", _transport, "How the messages go: `mq`, a dmpmqmsg dump `cmi-<lib>.<member>-<id>.dmp`; "
+           "`tibrv`, a TIB/Rendezvous capture `....rv` (HDR, MSG, DAT, VAR, ATO..., LST per attachment); `mqtt`, a "
+           "raw MQTT 5 stream `....mqtt`, or with `mqtt.broker`, publishing to a live broker.",
+           transports.DEFAULT_TRANSPORT, field="transport"),
+    _write("validVarName", one_of(*NAME_RULES), "Which column names are SAS variable names, after SAS's "
+           "`VALIDVARNAME=`: `v7` 1 to 32 letters, digits and underscores, not starting with a digit, written as "
+           "given; `upcase` the same rule, names written upper-cased; `any` SAS name literals: any characters in "
+           "up to 32 bytes of the target CCSID, not all blanks, no trailing blank, no NUL. Under every rule names "
+           "must differ in more than case, and `_N_`, `_ERROR_`, `_NUMERIC_`, `_CHARACTER_`, `_ALL_` are refused.",
+           "v7"),
+    _write("lossyNumbers", boolean, "Write decimals of more than 15 significant digits and longs beyond ±2^53 "
+           "rounded to the nearest double instead of failing.", False),
+)
+
+
+def core_options(side: str) -> Tuple[Option, ...]:
+    return tuple(o for o in OPTIONS if o.side == side)
+
+
+READ_OPTIONS = tuple(o.name for o in core_options(READ))
+WRITE_OPTIONS = tuple(o.name for o in core_options(WRITE))
 
 
 def documented(key: str) -> str:
     """An option's name as the documentation spells it (Spark hands them over lower-cased)."""
-    return next((name for name in READ_OPTIONS + WRITE_OPTIONS if name.lower() == key.lower()), key)
+    found = named(OPTIONS, key)
+    return found.name if found else key
 
 
-def check_option_names(given: Mapping[str, str], own: Tuple[str, ...], side: str) -> None:
-    """Every option in ``given`` is one of ``own`` or a "<transport>.<name>" option that transport
-    declares (names without regard to case), and a transport option's value suits it."""
-    known = {name.lower() for name in own + _SPARK_KEYS}
-    writing = side == "write"
-    other_side = {name.lower() for name in (READ_OPTIONS if writing else WRITE_OPTIONS)}
+def transport_options(transport: transports.Transport, side: str) -> Tuple[Option, ...]:
+    return tuple(o for o in transport.options if o.side == side)
+
+
+def check_option_names(given: Mapping[str, str], side: str) -> None:
+    """Every option in ``given`` (keys lower-cased) is one of the core's for ``side`` or a
+    "<transport>.<name>" option that transport declares, and a transport option's value suits it."""
+    own = core_options(side)
+    names = tuple(o.name for o in own)
+    other_side = WRITE if side == READ else READ
     for key, value in given.items():
-        lowered = str(key).lower()
-        if "." in lowered:
-            transport = transports.transport_of_option(lowered)
-            declared = tuple(transport.write_options if writing else transport.read_options)
-            if lowered not in {name.lower() for name in declared}:
-                raise not_one_of(f"{side} option", key, declared or own)
-            transport.check_option(lowered, str(value), writing)
-        elif lowered in other_side and lowered not in known:
-            raise CmiOptionError(f"{documented(lowered)} is a {'read' if writing else 'write'} option, not a "
-                                 f"{side} option; {side} options: {', '.join(own)}")
-        elif lowered not in known:
-            raise not_one_of(f"{side} option", key, own)
+        if "." in key:
+            declared = transport_options(transports.transport_of_option(key), side)
+            found = named(declared, key)
+            if found is None:
+                raise not_one_of(f"{side} option", key, [o.name for o in declared] or names)
+            found.parse(str(value), found.name)
+        elif named(own, key) is None and key not in _SPARK_KEYS:
+            if named(core_options(other_side), key):
+                raise CmiOptionError(f"{documented(key)} is a {other_side} option, not a {side} option; "
+                                     f"{side} options: {', '.join(names)}")
+            raise not_one_of(f"{side} option", key, names)
 
 
-def _choice(options: Mapping[str, str], name: str, default: str, choices: Tuple[str, ...]) -> str:
-    """The value of option ``name`` (as documented; looked up lower-cased), one of ``choices``."""
-    given = options.get(name.lower())
-    value = str(given if given is not None else default).strip().lower()
-    if value not in choices:
-        raise not_one_of(name, given, choices)
-    return value
+def _given(options: Mapping[str, Any], side: str) -> Tuple[Dict[str, str], Dict[str, Any]]:
+    """The options lower-cased and checked, and the value of every core option of ``side`` by name."""
+    given = {str(k).lower(): v for k, v in options.items()}  # Spark hands options over lower-cased
+    check_option_names(given, side)
+    return given, {o.name: o.value(given) for o in core_options(side)}
 
 
-def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    value = str(raw).strip().lower()
-    if value in ("true", "1", "yes"):
-        return True
-    if value in ("false", "0", "no"):
-        return False
-    raise CmiOptionError(f"option {documented(key)} must be true or false, not {raw!r}")
+def _held(cls, side: str, values: Mapping[str, Any]) -> Dict[str, Any]:
+    """The fields of ``cls`` that hold an option's value as parsed."""
+    held = {o.field: values[o.name] for o in core_options(side) if o.field}
+    unknown = set(held) - {f.name for f in fields(cls)}
+    assert not unknown, f"options table names fields {cls.__name__} lacks: {unknown}"
+    return held
 
 
-def _int(options: Mapping[str, str], key: str, default: Optional[int], low: int = 1) -> Optional[int]:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise CmiOptionError(f"option {documented(key)} must be a whole number, not {raw!r}") from None
-    if value < low:
-        raise CmiOptionError(f"option {documented(key)} must be at least {low}, not {value}")
-    return value
-
-
-def _ccsid(options: Mapping[str, str], key: str) -> Optional[int]:
-    value = _int(options, key, None)
-    if value is not None and value not in CCSID_CODECS:
-        raise CmiOptionError(f"option {documented(key)}: CCSID {value} is not supported; supported: "
-                             f"{sorted(CCSID_CODECS)}")
-    return value
+def _transport_given(given: Mapping[str, str]) -> Tuple[Tuple[str, str], ...]:
+    return tuple(sorted((k, str(v)) for k, v in given.items() if "." in k))
 
 
 @dataclass(frozen=True)
@@ -132,6 +299,8 @@ class ReadOptions:
     # environment variable CMI_DATASOURCE_CACHE or the default decides (cache.py).
     cache_dir: Optional[str] = None
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES  # what one record of a capture may take (containers.py)
+    path_glob_filter: Optional[str] = None  # the names of the files read in directories match it (paths.py)
+    recursive_file_lookup: bool = True  # directories read with their subdirectories (paths.py)
 
     # The parsers read the bound of their process (containers.max_record_bytes): options made here,
     # or unpickled in a Spark worker, set it there.
@@ -143,62 +312,19 @@ class ReadOptions:
         limit_records(self.max_record_bytes)
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
-        # Spark hands options over lower-cased.
-        options = {str(k).lower(): v for k, v in options.items()}
-        check_option_names(options, READ_OPTIONS, "read")
+    def parse(cls, options: Mapping[str, Any]) -> "ReadOptions":
+        given, values = _given(options, READ)
         paths: Tuple[str, ...] = ()
-        if options.get("paths"):
-            paths = _path_list(options["paths"])
-        elif options.get("path") or options.get("location"):
-            paths = (options.get("path") or options["location"],)
+        if given.get("paths"):
+            paths = _path_list(given["paths"])
+        elif given.get("path") or given.get("location"):
+            paths = (given.get("path") or given["location"],)
         if not paths:
             raise CmiOptionError("no path given: spark.read.format('cmi').load('<dump file, directory or glob>'); "
                                  "a catalog table (CREATE TABLE ... USING cmi) cannot stand in for it: Spark 4.3 "
                                  "hands a Python data source none of a table's options when it is read")
-        view = str(options.get("view", "dataset")).strip().lower()
-        capture_format = options.get("format")
-        if capture_format is not None:
-            capture_format = transports.capture_format(capture_format.strip().lower()).name
-        dataset = options.get("dataset")
-        if dataset is not None and (dataset.count(".") > 1 or not all(p.strip() for p in dataset.split("."))):
-            raise CmiOptionError(f"option dataset must be LIB.MEMBER or MEMBER, not {dataset!r}")
-        attachment = options.get("attachment")
-        if attachment is not None:
-            attachment = attachment.strip().upper()
-            if len(attachment) != 32 or any(c not in "0123456789ABCDEF" for c in attachment):
-                raise CmiOptionError(f"option attachment must be 32 hex digits (the attachment key), "
-                                     f"not {options.get('attachment')!r}")
-        default_ccsid = _ccsid(options, "defaultccsid") or 1208
-        return cls(paths=paths, view=view, format=capture_format,
-                   dataset=dataset, attachment=attachment,
-                   charsets=CharsetPolicy(default_ccsid, _ccsid(options, "ccsid")),
-                   temporal=_bool(options, "temporaltypes", True),
-                   batch_rows=_int(options, "batchrows", DEFAULT_BATCH_ROWS),
-                   max_partition_bytes=_int(options, "maxpartitionbytes", DEFAULT_MAX_PARTITION_BYTES),
-                   min_partitions=_int(options, "minpartitions", os.cpu_count() or 1),
-                   mode=_choice(options, "mode", FAILFAST, READ_MODES),
-                   corrupt_column=_corrupt_column(options),
-                   max_record_bytes=_int(options, "maxrecordbytes", DEFAULT_MAX_RECORD_BYTES),
-                   transport_options=tuple(sorted((k, str(v)) for k, v in options.items() if "." in k)),
-                   cache_dir=_cache_dir(options))
-
-
-def _cache_dir(options: Mapping[str, str]) -> Optional[str]:
-    given = options.get("cachedir")
-    if given is None:
-        return None
-    try:
-        return cache.setting_of(given, "option cacheDir")
-    except ValueError as e:
-        raise CmiOptionError(str(e)) from None
-
-
-def _corrupt_column(options: Mapping[str, str]) -> str:
-    name = str(options.get("columnnameofcorruptrecord", CORRUPT_RECORD)).strip()
-    if not name:
-        raise CmiOptionError("option columnNameOfCorruptRecord must name a column")
-    return name
+        return cls(paths=paths, charsets=CharsetPolicy(values["defaultCcsid"], values["ccsid"]),
+                   transport_options=_transport_given(given), **_held(cls, READ, values))
 
 
 def _path_list(raw: str) -> Tuple[str, ...]:
@@ -213,10 +339,6 @@ def _path_list(raw: str) -> Tuple[str, ...]:
     return tuple(paths)
 
 
-_SAS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-WRITE_KINDS = ("dataset", "text", "binary")
-
-
 @dataclass(frozen=True)
 class SaveOptions:
     directory: str
@@ -228,8 +350,8 @@ class SaveOptions:
     label: str = ""
     attachment_per_partition: bool = False
     lrecl: Optional[int] = None
-    write_format: str = "dmpmqmsg"  # the capture format of the transport chosen (option transport)
-    transport: str = "mq"
+    write_format: str = ""  # the capture format of the transport chosen (option transport)
+    transport: str = transports.DEFAULT_TRANSPORT
     transport_options: Tuple[Tuple[str, str], ...] = ()  # "<transport>.<name>" options, e.g. mqtt.broker
 
     @property
@@ -237,61 +359,97 @@ class SaveOptions:
         return f"{self.library}.{self.member}"
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "SaveOptions":
-        options = {str(k).lower(): v for k, v in options.items()}
-        check_option_names(options, WRITE_OPTIONS, "write")
-        directory = options.get("path")
-        transport = str(options.get("transport", "mq")).strip().lower()
-        transport_options = tuple(sorted((k, str(v)) for k, v in options.items() if "." in k))
-        for key, _ in transport_options:
-            if key.split(".", 1)[0] != transport:
+    def parse(cls, options: Mapping[str, Any]) -> "SaveOptions":
+        given, values = _given(options, WRITE)
+        transport = transports.write_format(values["transport"]).transport
+        transport_given = _transport_given(given)
+        for key, _ in transport_given:
+            if key.split(".", 1)[0] != transport.name:
                 raise CmiOptionError(f"option {key} goes with option('transport', '{key.split('.', 1)[0]}')")
-        write_format = transports.write_format(transport).name
-        if not directory and transports.write_format(transport).transport.sends_live(dict(transport_options)):
+        for name, (required, why) in transport.required_write_options.items():
+            if name.lower() in given and values[name] != required:
+                raise CmiOptionError(f"option {name} must be {required} with transport {transport.name} ({why}), "
+                                     f"not {values[name]}")
+            values[name] = required
+        directory = given.get("path")
+        if not directory and transport.sends_live(dict(transport_given)):
             # Sent live, nothing is written; the tasks' spills still need a place the commit can read,
             # and one nobody else can plant or read (not a fixed name in the shared temp dir).
             directory = cache.private_temp_directory("send")
         if not directory:
             raise CmiOptionError("no destination: df.write.format('cmi').mode('append').save('<directory>')")
-        directory = local_path(directory)  # file: URIs; other URIs are kept (storage.py)
-        library, member = _dataset_name(options.get("dataset", "WORK.DATA"))
-        kind = _choice(options, "kind", "dataset", WRITE_KINDS)
-        # TIB/RV sends numbers as big-endian IEEE doubles (seed 001): its records are written so.
-        big_endian_only = transport == "tibrv"
-        encoding = _int(options, "encoding", ENCODING_BIG_ENDIAN if big_endian_only else ENCODING_LITTLE_ENDIAN)
-        if encoding not in (ENCODING_LITTLE_ENDIAN, ENCODING_BIG_ENDIAN, ENCODING_ZOS):
-            raise CmiOptionError(f"option encoding must be 546 (little-endian), 273 (big-endian) or "
-                                 f"785 (z/OS, S/390 floats), not {encoding}")
-        if big_endian_only and encoding != ENCODING_BIG_ENDIAN:
-            raise CmiOptionError(f"option encoding must be 273 with transport tibrv (RV numbers are "
-                                 f"big-endian IEEE), not {encoding}")
-        long_size = _int(options, "longsize", 4)
-        if long_size not in (4, 8):
-            raise CmiOptionError(f"option longSize must be 4 or 8, not {long_size}")
-        max_bytes = _int(options, "maxmessagebytes", MAX_MESSAGE_BYTES, low=MIN_MESSAGE_BYTES)
-        if max_bytes > MAX_MESSAGE_BYTES:
-            raise CmiOptionError(f"option maxMessageBytes may lower the limit of {MAX_MESSAGE_BYTES} bytes, "
-                                 f"not raise it ({max_bytes})")
-        deterministic = _bool(options, "deterministic", False)
-        codec = WriteOptions(encoding=encoding, ccsid=_ccsid(options, "ccsid") or 1208, long_size=long_size,
-                             max_message_bytes=max_bytes, application_message=options.get("message", ""),
-                             deterministic_seed=f"{library}.{member}" if deterministic else None,
-                             truncate=_bool(options, "truncate", False),
-                             valid_var_name=_choice(options, "validVarName", "v7", NAME_RULES),
-                             lossy_numbers=_bool(options, "lossynumbers", False))
-        return cls(directory=directory, library=library, member=member, codec=codec, kind=kind,
-                   description=options.get("description", ""), label=options.get("label", ""),
-                   attachment_per_partition=_bool(options, "attachmentperpartition", False),
-                   lrecl=_int(options, "lrecl", None), write_format=write_format, transport=transport,
-                   transport_options=transport_options)
+        library, member = values["dataset"]
+        codec = WriteOptions(encoding=values["encoding"], ccsid=values["ccsid"], long_size=values["longSize"],
+                             max_message_bytes=values["maxMessageBytes"], application_message=values["message"],
+                             deterministic_seed=f"{library}.{member}" if values["deterministic"] else None,
+                             truncate=values["truncate"], valid_var_name=values["validVarName"],
+                             lossy_numbers=values["lossyNumbers"])
+        return cls(directory=local_path(directory),  # file: URIs; other URIs are kept (storage.py)
+                   library=library, member=member, codec=codec,
+                   write_format=transports.write_format(transport.name).name,
+                   transport_options=transport_given, **_held(cls, WRITE, values))
 
 
-def _dataset_name(text: str) -> Tuple[str, str]:
-    parts = text.strip().split(".")
-    if len(parts) == 1:
-        parts = ["WORK"] + parts
-    if (len(parts) != 2 or not all(_SAS_NAME.fullmatch(p) for p in parts)
-            or len(parts[0]) > 8 or len(parts[1]) > 32):
-        raise CmiOptionError(f"option dataset must be LIB.MEMBER with SAS names (library up to 8, member "
-                             f"up to 32 characters), not {text!r}")
-    return parts[0].upper(), parts[1].upper()
+# -- the documentation the table generates --------------------------------------------------------
+
+def documented_options(side: str) -> List[Option]:
+    """The options of ``side`` as documented: the core's, then each built-in transport's."""
+    return list(core_options(side)) + [o for t in transports.builtin_transports() for o in transport_options(t, side)]
+
+
+def _meaning(option: Option) -> str:
+    """Its documentation, with what the transports require of it."""
+    rules = [f"Transport `{t.name}` requires `{required}` ({why})."
+             for t in transports.builtin_transports()
+             for name, (required, why) in t.required_write_options.items() if option.transport is None
+             and option.side == WRITE and name == option.name]
+    return " ".join([option.doc] + rules)
+
+
+def _default(option: Option) -> str:
+    """Its default in Markdown: a value as code, a description (or none) as text."""
+    shown = option.default_text()
+    return shown if shown.startswith("`") or shown in ("-", "empty") or " " in shown else f"`{shown}`"
+
+
+def markdown() -> str:
+    """docs/options.md."""
+    lines = ["# Options", "",
+             "<!-- Generated by `python -m cmi_datasource.engine.options --markdown > docs/options.md` from the "
+             "options table (cmi_datasource/engine/options.py and each transport's `options`): edit those. -->", "",
+             "Names are matched without regard to case (Spark hands options over lower-cased). An option no "
+             "table lists is a `CmiOptionError` that lists the valid names and suggests the closest; so is a bad "
+             "value, naming the option. A `<transport>.<name>` option belongs to that transport.", ""]
+    for side, title, intro in ((READ, "Read options", "`spark.read.format(\"cmi\").option(name, value).load(path)`: "
+                                "`path` is a capture file, a directory, a glob, or a list of them "
+                                "(`load([a, b])`); the messages of one attachment may be spread over several "
+                                "files of one load."),
+                               (WRITE, "Write options", "`df.write.format(\"cmi\").mode(\"append\")"
+                                ".option(name, value).save(directory)`; `mode` is `append` or `overwrite`.")):
+        lines += [f"## {title}", "", intro, "", "| option | default | meaning |", "|---|---|---|"]
+        for o in documented_options(side):
+            lines.append(f"| `{o.name}` | {_default(o)} | {_meaning(o).replace('|', '&#124;')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _rst(markdown_text: str) -> str:
+    return re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", markdown_text)
+
+
+def docstring_list(side: str, width: int = 100) -> str:
+    """The options of ``side`` as a reST list, for a docstring."""
+    items = []
+    for o in documented_options(side):
+        default = "" if o.default_text() == "-" else f" (default {_rst(_default(o))})"
+        items.append(textwrap.fill(f"``{o.name}``{default}: {_rst(_meaning(o))}", width,
+                                   initial_indent="- ", subsequent_indent="  ",
+                                   break_on_hyphens=False, break_long_words=False))
+    return "\n".join(items)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--markdown"]:
+        sys.exit("usage: python -m cmi_datasource.engine.options --markdown > docs/options.md")
+    from cmi_datasource.engine.options import markdown as _markdown  # the module, not this __main__ copy
+    sys.stdout.write(_markdown())

@@ -22,10 +22,9 @@ from ..messages import OutgoingMessage
 from ..payload.external_file import binary_records, file_payloads, text_records
 from ..payload.sas_dataset_writer import (MAX_MESSAGE_BYTES, DatasetEncoder, check_exact_numbers, plan_variables,
                                           string_lengths)
-from ..transports import capture_format
+from ..transports import DEFAULT_TRANSPORT, capture_format, write_format
 
 DEFAULT_BINARY_LRECL = 256
-DEFAULT_WRITE_FORMAT = "dmpmqmsg"
 
 
 @dataclass(frozen=True)
@@ -139,8 +138,10 @@ def build_messages(datasets: Sequence[DatasetToWrite] = (), files: Sequence[File
 
 def write_attachments_dump(out: BinaryIO, datasets: Sequence[DatasetToWrite] = (),
                            files: Sequence[FileToWrite] = (), options: WriteOptions = WriteOptions(),
-                           format: str = DEFAULT_WRITE_FORMAT, **format_options) -> int:
-    """One header's attachments written as a capture file in ``format``; ``format_options`` go to
-    that format's writer (dmpmqmsg: ``queue_manager``, ``queue`` for the file header)."""
-    return capture_format(format).write(out, build_messages(datasets, files, options),
-                                        deterministic=options.deterministic_seed is not None, **format_options)
+                           format: Optional[str] = None, **format_options) -> int:
+    """One header's attachments written as a capture file in ``format`` (by default the default
+    transport's); ``format_options`` go to that format's writer (dmpmqmsg: ``queue_manager``,
+    ``queue`` for the file header)."""
+    chosen = capture_format(format) if format else write_format(DEFAULT_TRANSPORT)
+    return chosen.write(out, build_messages(datasets, files, options),
+                        deterministic=options.deterministic_seed is not None, **format_options)

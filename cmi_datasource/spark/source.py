@@ -1,66 +1,6 @@
-"""``spark.read.format("cmi")`` and ``df.write.format("cmi")``: SAS datasets and files in captured
-CMI message-queue traffic (IBM MQ dmpmqmsg dumps and binary MQGET captures, and every other
-transport of ``cmi_datasource.transports``).
-
-Reading (runnable in a notebook after ``pip install cmi-datasource``)::
-
-    df = spark.read.format("cmi").load("sample_queues/mixed_types.dmp")
-    df.show()
-    spark.read.format("cmi").option("view", "attachments").load("sample_queues/").show()
-    spark.read.format("cmi").option("dataset", "prod.ledger").load("sample_queues/").show()
-
-Read options (names are case-insensitive):
-
-- ``path`` (via ``load()``): a capture file, a directory (read recursively), a glob, or a list
-  of them. Attachments may span files of one load.
-- ``format``: the capture format of every file (``dmpmqmsg``, ``amqsbcg``, ``mqget``, ``tibrv``,
-  ``mqtt``, ``pcap``, ``sapdb``);
-  by default each file's format is recognised from its first bytes (compressed files too).
-- ``view``: ``dataset`` (default, the observations of one SAS dataset), ``attachments`` (one row
-  per attachment), ``variables`` (one row per variable per dataset, like PROC CONTENTS),
-  ``files`` (one row per external file), ``messages`` (one row per physical message), ``sapdb``
-  (one row per part of every SAP DB / MaxDB SQL packet).
-- ``dataset``: ``LIB.MEMBER`` (or ``MEMBER``), case-insensitive. ``attachment``: 32 hex digits.
-  With neither: the only complete dataset; several complete datasets with identical variables
-  are unioned; otherwise an error lists the candidates.
-- ``mode``: ``FAILFAST`` (default: damage raises a typed error naming where), ``PERMISSIVE`` (the
-  trusted rows plus a row of nulls per damaged stretch, whose ``columnNameOfCorruptRecord``
-  column, default ``_corrupt_record``, says what was lost and where) or ``DROPMALFORMED`` (the
-  trusted rows only)::
-
-      spark.read.format("cmi").option("mode", "PERMISSIVE").load(path) \
-          .where("_corrupt_record is not null").show(truncate=False)
-- ``ccsid``: read characters in this CCSID whatever the messages say; ``defaultCcsid``: for
-  messages whose CodedCharSetId is 0 (default 1208).
-- ``temporalTypes``: ``true`` (default) gives date/timestamp_ntz/time columns for date, datetime
-  and time formats; ``false`` keeps SAS numbers.
-- ``batchRows`` (default 65536), ``maxPartitionBytes`` (default 128 MiB) and ``minPartitions``
-  (default: the CPU count): batch and partition sizes; one large attachment is cut at
-  observation boundaries into several partitions.
-- ``sapdb.port``: with view ``sapdb``, the TCP ports of a pcap read as SAP DB (comma-separated).
-- ``mqtt.port``: the TCP ports of MQTT brokers in a pcap (comma-separated; default 1883,8883).
-
-Any other option is an error that lists the valid ones and suggests the closest. A failure
-raises a Spark exception whose text starts with the ``cmi_datasource.errors`` class and problem;
-``cmi_datasource.spark.errors.unwrap(exc)`` gives the typed error back.
-
-Writing::
-
-    df.write.format("cmi").mode("append").option("dataset", "WORK.CUSTOMERS").save("/data/outbound")
-
-Write options: ``dataset`` (default ``WORK.DATA``), ``encoding`` (546, 273 or 785), ``ccsid``
-(default 1208), ``longSize`` (4 or 8), ``maxMessageBytes`` (at most 32768), ``message``,
-``description``, ``label``, ``truncate``, ``attachmentPerPartition``, ``deterministic``, ``kind``
-(``dataset``, or ``text``/``binary`` for a DataFrame of ``name`` + ``text``/``content``),
-``lrecl``, ``validVarName`` (``v7``, ``upcase`` or ``any``: which column names are SAS names),
-``lossyNumbers`` (round decimals past 15 digits and longs past 2^53 instead of failing) and
-``transport`` (``mq``, a dmpmqmsg dump; ``tibrv``, a TIB/Rendezvous capture; ``mqtt``, a raw
-MQTT stream, or with ``mqtt.broker``, ``mqtt.topic``, ``mqtt.clientId``, ``mqtt.timeout`` a live
-broker).
-``mode`` must be ``append`` or ``overwrite``::
-
-    df.write.format("cmi").mode("append").option("transport", "tibrv").save("/data/outbound-rv")
-"""
+"""``spark.read.format("cmi")`` and ``df.write.format("cmi")``: the thin Spark classes over the
+engine. ``help(CmiDataSource)`` shows how to read and write, with every option (the options
+table of ``engine/options.py`` generates that part, as it does ``docs/options.md``)."""
 from __future__ import annotations
 
 import gc
@@ -106,8 +46,50 @@ def spark_schema(arrow: pa.Schema) -> StructType:
     return StructType(fields)
 
 
+_DOC_READING = """SAS datasets and files in captured CMI message-queue traffic (IBM MQ dmpmqmsg dumps and
+binary MQGET captures, and every other transport of ``cmi_datasource.transports``).
+
+Reading (runnable in a notebook after ``pip install cmi-datasource``)::
+
+    df = spark.read.format("cmi").load("sample_queues/mixed_types.dmp")
+    df.show()
+    spark.read.format("cmi").option("view", "attachments").load("sample_queues/").show()
+    spark.read.format("cmi").option("dataset", "prod.ledger").load("sample_queues/").show()
+    spark.read.format("cmi").option("mode", "PERMISSIVE").load(path) \\
+        .where("_corrupt_record is not null").show(truncate=False)
+
+``load()`` takes a capture file, a directory, a glob, or a list of them; attachments may span
+files of one load. Read options (names are case-insensitive; also in docs/options.md):
+
+"""
+_DOC_WRITING = """
+
+Any other option is an error that lists the valid ones and suggests the closest. A failure
+raises a Spark exception whose text starts with the ``cmi_datasource.errors`` class and problem;
+``cmi_datasource.errors.unwrap(exc)`` gives the typed error back.
+
+Writing::
+
+    df.write.format("cmi").mode("append").option("dataset", "WORK.CUSTOMERS").save("/data/outbound")
+    df.write.format("cmi").mode("append").option("transport", "tibrv").save("/data/outbound-rv")
+
+``mode`` must be ``append`` or ``overwrite``. Write options:
+
+"""
+
+
+class _GeneratedDoc:
+    """CmiDataSource's docstring: the text above with the lists of options the options table
+    generates. Made when first asked for (help(), pydoc), not at import: it imports every
+    transport, which a Spark worker that reads one format should not pay for."""
+
+    def __get__(self, instance, owner) -> str:
+        from ..engine.options import READ, WRITE, docstring_list
+        return _DOC_READING + docstring_list(READ) + _DOC_WRITING + docstring_list(WRITE) + "\n"
+
+
 class CmiDataSource(DataSource):
-    __doc__ = __doc__
+    __doc__ = _GeneratedDoc()
 
     @classmethod
     def name(cls) -> str:

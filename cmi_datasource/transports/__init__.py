@@ -24,6 +24,8 @@ BUILTIN = {
     "cmi_datasource.transports.mqtt": ("mqtt", "pcap"),
     "cmi_datasource.transports.sapdb": ("sapdb",),
 }
+# What df.write uses when no option("transport", ...) is given (and write_capture by default).
+DEFAULT_TRANSPORT = "mq"
 ENTRY_POINT_GROUP = "cmi_datasource.transports"
 SNIFF_BYTES = 4096  # what a format's sniff() sees of a file
 
@@ -40,6 +42,7 @@ def register(transport: Transport) -> Transport:
 
 
 def _register(transport: Transport) -> Transport:
+    _check_options(transport)
     for fmt in transport.formats:
         owner = _FORMATS.get(fmt.name)
         if owner is not None and owner.transport is not transport:
@@ -50,6 +53,22 @@ def _register(transport: Transport) -> Transport:
         fmt.transport = transport
         _FORMATS[fmt.name] = fmt
     return transport
+
+
+def _check_options(transport: Transport) -> None:
+    """A transport's options are its own ("<transport>.<name>"), and the ones its formats and
+    views read are among those it declares."""
+    prefix = f"{transport.name}."
+    for option in transport.options:
+        if not option.key.startswith(prefix) or option.transport != transport.name:
+            raise ValueError(f"transport {transport.name!r} declares option {option.name!r} of transport "
+                             f"{option.transport!r}: its options are named {prefix}<name>")
+    declared = {o.key for o in transport.options if o.side == "read"}
+    read = [name for fmt in transport.formats for name in fmt.read_options]
+    read += [name for view in transport.views for name in view.options]
+    missing = sorted(name for name in read if name.lower() not in declared)
+    if missing:
+        raise ValueError(f"transport {transport.name!r} reads options it does not declare: {missing}")
 
 
 def unregister(transport: Transport) -> None:
@@ -107,6 +126,13 @@ def transports() -> List[Transport]:
     fills them in another."""
     _load_entry_points()
     return sorted(_TRANSPORTS.values(), key=_rank)
+
+
+def builtin_transports() -> List[Transport]:
+    """The transports shipped with cmi-datasource, in BUILTIN's order (what the options
+    documentation lists: the same on every machine, whatever else is installed)."""
+    _load_builtin()
+    return sorted((t for t in _TRANSPORTS.values() if _rank(t) < len(BUILTIN)), key=_rank)
 
 
 def file_view(name: str) -> Optional[FileView]:
@@ -178,5 +204,6 @@ def detect_format(path: str) -> CaptureFormat:
     return found
 
 
-__all__ = ["BUILTIN", "CaptureFormat", "FileView", "SpanPayloads", "Transport", "capture_format", "detect_format",
-           "file_view", "register", "transports", "unregister", "write_format"]
+__all__ = ["BUILTIN", "DEFAULT_TRANSPORT", "CaptureFormat", "FileView", "SpanPayloads", "Transport",
+           "builtin_transports", "capture_format", "detect_format", "file_view", "register", "transports",
+           "unregister", "write_format"]

@@ -26,6 +26,7 @@ import pyarrow as pa
 from ..containers import CaptureReader, max_record_bytes, read_in_chunks
 from ..errors import CmiFormatError, CmiOptionError, KeptError, Location, RecordTooLargeError, TruncatedError
 from ..messages import Descriptor, MessageSpan, PhysicalMessage, UnjoinedMessage, crc32
+from ..option_table import Option
 
 Keep = Callable[[PhysicalMessage], PhysicalMessage]  # what a message index keeps of a message
 
@@ -44,8 +45,9 @@ class CaptureFormat:
     suffix: str = ""  # the ending of the files the writer names (".dmp")
     splittable: bool = True  # False: a planned span is no byte range to re-read alone (pcap)
     transport: "Transport"  # set when the transport is registered
-    # Its "<transport>.<name>" read options (lower-case), e.g. the pcap format's "mqtt.port", and
-    # the values a load gave them (``configured``).
+    # The "<transport>.<name>" read options it reads (lower-case; its transport declares them in
+    # ``Transport.options``), e.g. the pcap format's "mqtt.port", and the values a load gave them
+    # (``configured``).
     read_options: Tuple[str, ...] = ()
     settings: Tuple[Tuple[str, str], ...] = ()
 
@@ -150,18 +152,12 @@ class Transport:
     write_format: str = ""  # the format df.write.option("transport", name) writes; "" for none
     message_columns: Sequence[pa.Field] = ()  # its own columns of the messages view
     views: Sequence[FileView] = ()  # views of its own, beside the engine's (option view)
-    write_options: Sequence[str] = ()  # its "<transport>.<name>" write options, as documented
-
-    @property
-    def read_options(self) -> Tuple[str, ...]:
-        """Its "<transport>.<name>" read options: those its views and its capture formats read."""
-        names = [name for view in self.views for name in view.options]
-        names += [name for fmt in self.formats for name in fmt.read_options]
-        return tuple(dict.fromkeys(names))
-
-    def check_option(self, key: str, value: str, writing: bool) -> None:
-        """CmiOptionError when ``value`` does not suit the option ``key`` (lower-cased), before any
-        work starts; by default every value is accepted."""
+    # Its "<transport>.<name>" options, read and write, as entries of the options table: the
+    # options its formats (``CaptureFormat.read_options``) and views read are among them.
+    options: Sequence[Option] = ()
+    # Core write options it fixes: name -> (the value it requires, which is also the default
+    # with this transport, and why), e.g. TIB/RV's big-endian "encoding".
+    required_write_options: Mapping[str, Tuple[Any, str]] = {}
 
     def logical_messages(self, messages: Sequence[PhysicalMessage]
                          ) -> Tuple[List[PhysicalMessage], List[UnjoinedMessage]]:

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO, Dict, Iterable, Iterator, Optional, Sequence, 
 import pyarrow as pa
 
 from ...errors import CmiFormatError, CmiOptionError, message_number
+from ...option_table import READ, WRITE, Option, text
 from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage
 from ..base import READ_CHUNK_BYTES, CaptureFormat, Keep, Transport, kept, parse_in_chunks, read_spans
 from . import packets
@@ -25,20 +26,37 @@ from .publish import parse_broker, publish, write_stream
 from .streams import MqttDetails, Session, publish_message, stream_messages, whole_packets
 
 
-BROKER_OPTION = "mqtt.broker"
-TIMEOUT_OPTION = "mqtt.timeout"
-
-
-def publish_timeout(options: Dict[str, str]) -> float:
-    """Option mqtt.timeout: seconds to wait for the broker (default 30)."""
-    raw = options.get(TIMEOUT_OPTION, "30")
+def _seconds(raw: str, name: str) -> float:
     try:
         seconds = float(raw)
     except ValueError:
         seconds = -1.0
     if not 0 < seconds < float("inf"):
-        raise CmiOptionError(f"option {TIMEOUT_OPTION} must be a number of seconds above 0, not {raw!r}")
+        raise CmiOptionError(f"option {name} must be a number of seconds above 0, not {raw!r}")
     return seconds
+
+
+def _broker(raw: str, name: str) -> str:
+    parse_broker(raw)
+    return raw
+
+
+def _mqtt(name: str, side: str, parse, doc: str, default=None, shown=None) -> Option:
+    return Option(name, side, parse, doc, default, shown, transport="mqtt")
+
+
+PORT = _mqtt(PORT_OPTION, READ, server_ports, "The TCP ports of MQTT brokers in a pcap, besides connections that "
+             "open with CONNECT (comma-separated): a capture begun after the CONNECT of a connection on another "
+             "port is read only with it.", MQTT_PORTS, ",".join(map(str, MQTT_PORTS)))
+BROKER = _mqtt("mqtt.broker", WRITE, _broker, "With `transport` `mqtt`: publish every message to the broker at "
+               "`host:port` (MQTT 5, QoS 1, with [paho-mqtt](https://github.com/eclipse-paho/paho.mqtt.python); "
+               "Correlation Data and user properties MsgType, Encoding, CodedCharSetId, MsgId as contract section 4 "
+               "reads them), waiting for every acknowledgement, instead of writing a file; no path is needed. A "
+               "broker that refuses the connection, goes away or does not answer in `mqtt.timeout` seconds is an "
+               "error naming it.")
+TOPIC = _mqtt("mqtt.topic", WRITE, text, "With `mqtt.broker`: the topic published to.", "sas/cmi")
+CLIENT_ID = _mqtt("mqtt.clientId", WRITE, text, "With `mqtt.broker`: the client identifier.", "", "a random one")
+TIMEOUT = _mqtt("mqtt.timeout", WRITE, _seconds, "With `mqtt.broker`: seconds to wait for the broker.", 30.0, "30")
 
 
 class MqttStreamFormat(CaptureFormat):
@@ -99,8 +117,7 @@ class PcapFormat(CaptureFormat):
     @property
     def ports(self) -> Tuple[int, ...]:
         """The brokers' ports: option mqtt.port's, else 1883 and 8883."""
-        given = dict(self.settings).get(PORT_OPTION)
-        return MQTT_PORTS if given is None else server_ports(given, PORT_OPTION)
+        return PORT.value(dict(self.settings))
 
     def sniff(self, head: bytes) -> bool:
         return is_pcap(head)
@@ -117,22 +134,14 @@ class MqttTransport(Transport):
     formats = (MqttStreamFormat(), PcapFormat())
     write_format = "mqtt"  # a file: a raw stream; option mqtt.broker publishes to a live broker instead
 
-    write_options = (BROKER_OPTION, "mqtt.topic", "mqtt.clientId", TIMEOUT_OPTION)
-
-    def check_option(self, key: str, value: str, writing: bool) -> None:
-        if key == BROKER_OPTION:
-            parse_broker(value)
-        elif key == TIMEOUT_OPTION:
-            publish_timeout({key: value})
-        elif key == PORT_OPTION:
-            server_ports(value, PORT_OPTION)
+    options = (PORT, BROKER, TOPIC, CLIENT_ID, TIMEOUT)
 
     def sends_live(self, options: Dict[str, str]) -> bool:
-        return BROKER_OPTION in options
+        return BROKER.key in options
 
     def send(self, messages: Iterable[OutgoingMessage], options: Dict[str, str]) -> int:
-        return publish(messages, options[BROKER_OPTION], options.get("mqtt.topic", "sas/cmi"),
-                       options.get("mqtt.clientid", ""), publish_timeout(options))
+        return publish(messages, BROKER.value(options), TOPIC.value(options), CLIENT_ID.value(options),
+                       TIMEOUT.value(options))
     message_columns = (
         pa.field("mqtt_type", pa.string()), pa.field("client_id", pa.string()), pa.field("topic", pa.string()),
         pa.field("qos", pa.int32()), pa.field("dup", pa.bool_()), pa.field("retain", pa.bool_()),

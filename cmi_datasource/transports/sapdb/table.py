@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from ...containers import max_record_bytes, open_capture, read_in_chunks
 from ...errors import Location, message_number
+from ...option_table import READ, Option
 from ..base import READ_CHUNK_BYTES
 from ..tcp import Connection, StreamReader, is_pcap, read_connections, server_ports
 from . import codes
@@ -51,10 +52,14 @@ SQL_PARTS_SCHEMA = pa.schema([
 ])
 
 
+PORT = Option(PORT_OPTION, READ, server_ports, "With `view` `sapdb`: the TCP ports of a pcap read as SAP DB, "
+              "besides connections that open with an RTE request (comma-separated).", (SAPDB_PORT,), str(SAPDB_PORT),
+              transport="sapdb")
+
+
 def sapdb_ports(options: Mapping[str, str]) -> Tuple[int, ...]:
     """The server ports option ``sapdb.port`` names (comma-separated), else 7210."""
-    raw = options.get(PORT_OPTION)
-    return (SAPDB_PORT,) if raw is None else server_ports(raw, PORT_OPTION)
+    return PORT.value(options)
 
 
 @dataclass

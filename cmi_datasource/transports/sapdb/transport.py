@@ -18,7 +18,7 @@ from ..base import CaptureFormat, FileView, Transport
 from .codes import MESS_TYPES, RTE_CLASSES, name_of
 from .packet import read_packet
 from .rte import RTE_HEADER, looks_like_rte, read_rte_packets, whole_rte_packets
-from .table import PORT_OPTION, RTE_STREAM_FORMAT, SQL_PARTS_SCHEMA, sapdb_ports, sql_parts_table
+from .table import PORT, PORT_OPTION, RTE_STREAM_FORMAT, SQL_PARTS_SCHEMA, sql_parts_table
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,7 @@ class SapDbTransport(Transport):
                        pa.field("sql", pa.string()))
     views = (FileView("sapdb", SQL_PARTS_SCHEMA, sql_parts_table, (PORT_OPTION,)),)
 
-    def check_option(self, key: str, value: str, writing: bool) -> None:
-        if key == PORT_OPTION:
-            sapdb_ports({key: value})
+    options = (PORT,)
 
     def message_row(self, message: PhysicalMessage) -> Dict[str, Any]:
         d = message.details
