@@ -48,7 +48,7 @@ typecheck: $(STAMP)
 # The markers are assigned by folder in spark_tests/conftest.py. The live tests run a real broker and
 # capture its traffic: scripts/test_tools.sh installs Debian's mosquitto, mosquitto-clients and
 # tcpdump when they are missing.
-test: lint typecheck check-java
+test: lint typecheck docs check-java
 	bash scripts/test_tools.sh
 	$(PY) -m pytest -q -m unit
 	$(PY) -m pytest -q -m "not unit"
