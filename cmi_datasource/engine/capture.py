@@ -211,7 +211,7 @@ def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[
     """``Capture.open``, reused within one process (a Spark Python worker plans and reads many
     times). The key holds each file's identity (size, mtime, a CRC of its ends), so a changed
     file is read again. ``file_filters``: which files under ``paths`` are read
-    (``paths.file_filters``)."""
+    (``ReadOptions.file_filters``)."""
     files = resolve_paths(paths, **file_filters)
     key = (tuple(file_key(f) for f in files), charsets, format, tuple(options))
     capture = _OPEN.get(key) or (_HELD or {}).get(key)

@@ -15,7 +15,6 @@ from ..messages import PhysicalMessage
 from .capture import Capture, open_cached
 from .modes import ReadMode, read_mode
 from .options import ReadOptions
-from .paths import file_filters
 from .reread import PlannedMessage
 
 
@@ -32,7 +31,7 @@ class Load:
         if self.given is not None:
             return self.given
         o = self.options
-        return open_cached(o.paths, o.charsets, o.format, o.transport_options, **file_filters(o))
+        return open_cached(o.paths, o.charsets, o.format, o.transport_options, **o.file_filters())
 
     def held(self, planned: Sequence[PlannedMessage]) -> Optional[List[PhysicalMessage]]:
         """The planned messages when the capture holds them in memory (a capture given whole),

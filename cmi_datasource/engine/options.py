@@ -28,7 +28,7 @@ from ..option_table import READ, WRITE, Option, boolean, named, nonblank, one_of
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, NAME_RULES
 from ..storage import local_path
-from .paths import name_matcher
+from .paths import name_matcher, resolve_paths
 from .write import WriteOptions
 
 # Room for a header with a few attachments and any one variable definition.
@@ -310,6 +310,15 @@ class ReadOptions:
     def __setstate__(self, state) -> None:
         self.__dict__.update(state)
         limit_records(self.max_record_bytes)
+
+    def file_filters(self) -> Dict[str, Any]:
+        """The options that choose the files read under the paths, as ``paths.resolve_paths``
+        takes them (the one place that knows which options those are)."""
+        return {"name_glob": self.path_glob_filter, "recursive": self.recursive_file_lookup}
+
+    def files(self) -> List[str]:
+        """The capture files of the read: its paths, resolved with its file filters."""
+        return resolve_paths(self.paths, **self.file_filters())
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> "ReadOptions":

@@ -4,13 +4,10 @@ or URIs of object stores: ``storage.py``), as the read options ``pathGlobFilter`
 from __future__ import annotations
 
 import fnmatch
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional
+from typing import Callable, Iterable, List, Optional
 
 from ..errors import CmiOptionError
 from ..storage import PathNotFoundError, list_capture_files
-
-if TYPE_CHECKING:
-    from .options import ReadOptions
 
 
 def resolve_paths(paths: Iterable[str], name_glob: Optional[str] = None, recursive: bool = True) -> List[str]:
@@ -28,17 +25,6 @@ def resolve_paths(paths: Iterable[str], name_glob: Optional[str] = None, recursi
         raise PathNotFoundError(f"no capture files under {paths!r}"
                                 + (f" whose names match pathGlobFilter {name_glob!r}" if name_glob else ""))
     return unique
-
-
-def file_filters(o: "ReadOptions") -> Dict[str, Any]:
-    """The read options that choose the files read under a load's paths, as ``resolve_paths``
-    takes them (the one place that knows which options those are)."""
-    return {"name_glob": o.path_glob_filter, "recursive": o.recursive_file_lookup}
-
-
-def files_to_read(o: "ReadOptions") -> List[str]:
-    """The capture files of a read: its paths, resolved with its file filters."""
-    return resolve_paths(o.paths, **file_filters(o))
 
 
 def name_matcher(glob: str) -> Callable[[str], bool]:

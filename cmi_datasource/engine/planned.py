@@ -23,7 +23,6 @@ from .capture import held_open
 from .index import file_key
 from .load import Load
 from .memo import KeptInMemory
-from .paths import files_to_read
 from .plan import NoRows, Part
 from .views import view
 
@@ -51,7 +50,7 @@ _MEMORY: KeptInMemory[Plan] = KeptInMemory(8)
 
 def _key(load: Load) -> tuple:
     o = load.options
-    return ("plan", PLAN_FORMAT, repr(o), tuple(file_key(f) for f in files_to_read(o)))
+    return ("plan", PLAN_FORMAT, repr(o), tuple(file_key(f) for f in o.files()))
 
 
 def _kept(key: tuple) -> Optional[Plan]:

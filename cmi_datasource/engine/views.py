@@ -20,7 +20,6 @@ from ..transports import FileView
 from .capture import Capture
 from .decode import slice_batches
 from .load import Load
-from .paths import files_to_read
 from .plan import (AttachmentPlan, DatasetSlice, Part, SlicePack, attachment_plan, dataset_slices, pack_slices,
                    partition_target, whole_run)
 from .recovery import Recovery
@@ -244,7 +243,7 @@ class TransportFileView(View):
         return self.found.schema
 
     def plan(self, load: Load) -> List[Part]:
-        return [FilePart(path) for path in files_to_read(load.options)]
+        return [FilePart(path) for path in load.options.files()]
 
     def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
         assert isinstance(part, FilePart)

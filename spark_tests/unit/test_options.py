@@ -12,7 +12,6 @@ import pytest
 from cmi_datasource import transports
 from cmi_datasource import read
 from cmi_datasource.engine.options import OPTIONS, ReadOptions, SaveOptions, markdown
-from cmi_datasource.engine.paths import files_to_read
 from cmi_datasource.errors import CmiOptionError
 from cmi_datasource.storage import PathNotFoundError
 from cmi_datasource.option_table import READ, Option, whole_number
@@ -93,7 +92,7 @@ def test_a_transport_options_value_is_parsed_by_its_entry():
 # -- recursiveFileLookup, on the sample captures -------------------------------------------------
 
 def _files(**options):
-    return [os.path.basename(f) for f in files_to_read(ReadOptions.parse(options))]
+    return [os.path.basename(f) for f in ReadOptions.parse(options).files()]
 
 
 def _refusal(samples_dir, options) -> str:
