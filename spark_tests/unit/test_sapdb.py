@@ -131,13 +131,15 @@ def test_every_segment_kind(tmp_path, kind, name, variant):
 def test_every_part_kind_is_named_and_unknown_kinds_are_kept_raw(tmp_path):
     kinds = list(range(1, 36)) + [99, 200]
     bufs = {kind: bytes([kind]) * (kind % 11) for kind in kinds}
-    bufs.update({5: _field("00 C1 10 00 00 00 00"), 12: _field("00 C2 12 00 00 00 00"), 14: param_info(1, 0, 10, 7, 1)})
+    bufs.update({2: b"\x01A", 5: _field("00 C1 10 00 00 00 00"), 12: _field("00 C2 12 00 00 00 00"),
+                 14: param_info(1, 0, 10, 7, 1)})
     parts = [part(kind, bufs[kind]) for kind in kinds]
     rows = rows_of(stream_file(tmp_path, rte(REPLY, packet([return_segment(parts)]))))
     assert [r["part_kind"] for r in rows] == [PART_KINDS.get(k, str(k)) for k in kinds]
     assert [r["buf"] for r in rows] == [bufs[k] for k in kinds]
     assert rows[2]["part_kind"] == "command" and rows[13]["part_kind"] == "shortinfo"
     assert rows[4]["values"] == ["1"] and rows[11]["result_count"] == 12
+    assert rows[1]["columns"] == rows[4]["columns"] == ["A"]  # the columnnames part names the data's one column
     assert rows[-2]["part_kind"] == "99" and rows[-1]["part_kind"] == "200"
     assert all(r["problem"] is None for r in rows)
 
