@@ -19,8 +19,9 @@ from cmi_datasource.transports.sapdb.values import FIXED, FLOAT, FieldPlan
 
 from live import free_port
 from sapdb_packets import (EXAMPLE_1_REPLY, EXAMPLE_1_REQUEST, EXAMPLE_1_SQL, EXAMPLE_2_EXECUTE, EXAMPLE_2_PARSE,
-                           EXAMPLE_2_PARSE_REPLY, EXAMPLE_2_REPLY, FULL, NORMAL, PARSE_ID, PART, command_segment, i4,
-                           packet, param_info, part, return_segment, rte)
+                           EXAMPLE_2_PARSE_REPLY, EXAMPLE_2_PARSE_REPLY_NAMED, EXAMPLE_2_REPLY, EXAMPLE_2_SHORTINFO,
+                           FULL, NORMAL, PARSE_ID, PART, column_names, command_segment, i4, packet, param_info, part,
+                           return_segment, rte)
 from tcp_frames import Conversation, write_pcap
 
 REQUEST, REPLY = 63, 64
@@ -226,6 +227,79 @@ def test_a_reply_with_its_own_shortinfo_uses_it(tmp_path):
     path = stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, EXAMPLE_2_PARSE_REPLY),
                        rte(REQUEST, EXAMPLE_2_EXECUTE), rte(REPLY, reply))
     assert rows_of(path)[-1]["values"] == ["42"]
+
+
+def test_column_names_of_a_parse_name_the_values_of_its_executes(tmp_path):
+    path = stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, EXAMPLE_2_PARSE_REPLY_NAMED),
+                       rte(REQUEST, EXAMPLE_2_EXECUTE), rte(REPLY, EXAMPLE_2_REPLY))
+    rows = rows_of(path)
+    [names] = [r for r in rows if r["part_kind"] == "columnnames"]
+    assert (names["arg_count"], names["buf"]) == (2, b"\x04NUMB\x04TIME")  # the raw part stays in buf
+    assert (names["columns"], names["values"], names["problem"]) == (["NUMB", "TIME"], None, None)
+    request_data, reply_data = [r for r in rows if r["part_kind"] == "data"]
+    assert (request_data["values"], request_data["columns"]) == (["keyval1 "], None)  # the kernel names no inputs
+    assert (reply_data["values"], reply_data["columns"]) == (["4711", "00143944"], ["NUMB", "TIME"])
+    assert all(r["columns"] is None for r in rows if r["part_kind"] not in ("data", "columnnames"))
+
+
+def test_one_name_per_entry_names_inputs_and_every_record(tmp_path):
+    shortinfo = param_info(0, 0, 5, 4, 1) + param_info(0, 2, 2, 3, 5)
+    parse_id = bytes(range(12))
+    parse_reply = packet([return_segment([part(10, parse_id), part(14, shortinfo, arg_count=2),
+                                          part(2, column_names(b"ORDERNO", b"ITEM"), arg_count=2)],
+                                         function_code=1003)])
+    records = _field("00 C1 10 00") + b" ab" + _field("00 C2 20 00") + _field("FF 00 00")
+    execute = packet([command_segment([part(10, parse_id), part(5, records, arg_count=2)], mess_type=13,
+                                      mass_cmd=True)])
+    rows = rows_of(stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, parse_reply),
+                               rte(REQUEST, execute)))
+    assert rows[-1]["values"] == ["1", "ab", "20", None]
+    assert rows[-1]["columns"] == ["ORDERNO", "ITEM", "ORDERNO", "ITEM"]  # one name per value, record after record
+
+
+@pytest.mark.parametrize("mess_code, codec", [(19, "utf-16-le"), (20, "utf-16-be")])
+def test_unicode_sessions_send_column_names_in_ucs2(tmp_path, mess_code, codec):
+    shortinfo = param_info(1, 0, 5, 4, 1, swap=NORMAL)
+    names = column_names("Größe".encode(codec))
+    reply = packet([return_segment([part(14, shortinfo, swap=NORMAL), part(2, names, swap=NORMAL),
+                                    part(5, _field("00 C1 70 00"), swap=NORMAL)], swap=NORMAL)],
+                   mess_code=mess_code, swap=NORMAL)
+    rows = rows_of(stream_file(tmp_path, rte(REPLY, reply)))
+    assert rows[1]["columns"] == rows[2]["columns"] == ["Größe"] and rows[2]["values"] == ["7"]
+
+
+def test_a_describe_reply_names_the_statement_of_its_parse_id(tmp_path):
+    describe = packet([command_segment([part(3, b"DESCRIBE"), part(10, PARSE_ID)])])
+    described = packet([return_segment([part(14, EXAMPLE_2_SHORTINFO, arg_count=3),
+                                        part(2, column_names(b"KEYC", b"NUMB", b"TIME"), arg_count=3)],
+                                       function_code=224)])
+    path = stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, EXAMPLE_2_PARSE_REPLY),
+                       rte(REQUEST, describe), rte(REPLY, described), rte(REQUEST, EXAMPLE_2_EXECUTE),
+                       rte(REPLY, EXAMPLE_2_REPLY))
+    request_data, reply_data = [r for r in rows_of(path) if r["part_kind"] == "data"]
+    assert request_data["columns"] == ["KEYC"] and reply_data["columns"] == ["NUMB", "TIME"]
+    assert reply_data["values"] == ["4711", "00143944"]
+
+
+@pytest.mark.parametrize("arg_count, buf, columns, problem", [
+    (3, column_names(b"NUMB", b"TIME"), ["NUMB", "TIME"], "columnnames declares 3 names; its 10 bytes hold 2"),
+    (2, b"\x04NUMB\x09TIME", ["NUMB"], "columnnames name 2 declares 9 bytes; 4 remain in the part"),
+    (2, column_names(b"NUMB", b"TIME") + b"\0\0", ["NUMB", "TIME"], "2 bytes follow the last"),
+    (1, column_names(b"NUMB"), ["NUMB"], "columnnames holds 1 names for a shortinfo of 3 entries (2 outputs)"),
+    (32767, b"\x01A\x01B\x01C", ["A", "B", "C"], "columnnames declares 32767 names; its 6 bytes hold 3"),
+    (0, b"", [], "columnnames holds 0 names for a shortinfo of 3 entries (2 outputs)"),
+])
+def test_damaged_column_names_are_a_problem_and_name_nothing(tmp_path, arg_count, buf, columns, problem):
+    parse_reply = packet([return_segment([part(10, PARSE_ID), part(14, EXAMPLE_2_SHORTINFO, arg_count=3),
+                                          part(2, buf, arg_count=arg_count)], function_code=244)])
+    rows = rows_of(stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, parse_reply),
+                               rte(REQUEST, EXAMPLE_2_EXECUTE), rte(REPLY, EXAMPLE_2_REPLY)))
+    [names] = [r for r in rows if r["part_kind"] == "columnnames"]
+    assert names["buf"] == buf and names["columns"] == (columns or None)
+    assert problem in names["problem"]
+    reply_data = rows[-1]
+    assert reply_data["values"] == ["4711", "00143944"] and reply_data["problem"] is None  # the data is read still
+    assert reply_data["columns"] is None  # a damaged part names nothing
 
 
 def test_vdn_kernel_numbers_at_their_limits():

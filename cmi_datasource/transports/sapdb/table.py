@@ -304,9 +304,8 @@ def _segment_rows(rows: _Rows, base: Dict[str, Any], where: Location, number: in
         part = by_kind[codes.PART_COLUMNNAMES]
         names, problem = read_column_names(part.buf, part.header["arg_count"], text_codec(mess_code, packet.swap),
                                            where)
-        if statement is not None:
-            statement, naming_problem = named_entries(statement, names)
-            problem = "; ".join(filter(None, [problem, naming_problem])) or None
+        if statement is not None and problem is None:  # a damaged part names nothing: which name is whose?
+            statement, problem = named_entries(statement, names)
         problems[codes.PART_COLUMNNAMES] = problem
     learned = codes.PART_SHORTINFO in by_kind or (names is not None and statement is not None)
     known_as = parse_id if parse_id is not None else requested.parse_id if reply else None
