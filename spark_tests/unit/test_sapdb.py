@@ -14,7 +14,7 @@ from cmi_datasource import Capture, read, transports
 from cmi_datasource.errors import CmiOptionError
 from cmi_datasource.transports.sapdb.codes import PART_KINDS
 from cmi_datasource.transports.sapdb.packet import SegmentSpec, PartSpec, build_packet
-from cmi_datasource.transports.sapdb.table import sql_parts_table
+from cmi_datasource.transports.sapdb.table import cursor_command, sql_parts_table
 from cmi_datasource.transports.sapdb.values import FIXED, FLOAT, FieldPlan
 
 from live import free_port
@@ -300,6 +300,62 @@ def test_damaged_column_names_are_a_problem_and_name_nothing(tmp_path, arg_count
     reply_data = rows[-1]
     assert reply_data["values"] == ["4711", "00143944"] and reply_data["problem"] is None  # the data is read still
     assert reply_data["columns"] is None  # a damaged part names nothing
+
+
+SELECT_INFO = param_info(1, 0, 5, 4, 1) + param_info(1, 2, 3, 4, 5)  # A FIXED(5), B CHAR(3)
+SELECT_ROWS = _field("00 C1 10 00") + b" ab " + _field("00 C2 20 00") + b" cd "
+
+
+def fetch(sql: bytes) -> bytes:
+    return packet([command_segment([part(3, sql)], mass_cmd=True)])
+
+
+def test_a_fetch_reads_its_rows_by_the_cursor_its_execute_opened(tmp_path):
+    parse_id = bytes(range(12))
+    parse = packet([command_segment([part(3, b"SELECT A, B FROM T")], mess_type=3)])
+    parse_reply = packet([return_segment([part(10, parse_id), part(14, SELECT_INFO, arg_count=2),
+                                          part(2, column_names(b"A", b"B"), arg_count=2)], function_code=4)])
+    execute = packet([command_segment([part(10, parse_id), part(13, b"JDBC_CURSOR_1")], mess_type=13)])
+    opened = packet([return_segment([part(12, _field("00 3F 90 00 00 00 00"))], function_code=4)])
+    fetched = packet([return_segment([part(5, SELECT_ROWS, arg_count=2)], function_code=1208)])
+    rows = rows_of(stream_file(tmp_path, rte(REQUEST, parse), rte(REPLY, parse_reply), rte(REQUEST, execute),
+                               rte(REPLY, opened), rte(REQUEST, fetch(b'FETCH NEXT "JDBC_CURSOR_1" INTO ?, ?')),
+                               rte(REPLY, fetched), rte(REQUEST, fetch(b'FETCH NEXT "JDBC_CURSOR_2" INTO ?, ?')),
+                               rte(REPLY, fetched)))
+    known, unknown = [r for r in rows if r["part_kind"] == "data"]
+    assert (known["function_code"], known["values"]) == ("mfetch_next", ["1", "ab ", "20", "cd "])
+    assert known["columns"] == ["A", "B", "A", "B"]
+    assert (unknown["values"], unknown["columns"]) == (None, None)  # a cursor whose opening was not captured
+
+
+def test_a_describe_of_a_cursor_names_its_fetches(tmp_path):
+    select = packet([command_segment([part(3, b"SELECT A, B FROM T")])])
+    opened = packet([return_segment([part(13, b"C1\0\0")], function_code=4)])  # the kernel's cursor name
+    described = packet([return_segment([part(14, SELECT_INFO, arg_count=2), part(2, column_names(b"A", b"B"),
+                                                                                 arg_count=2)], function_code=224)])
+    fetched = packet([return_segment([part(5, SELECT_ROWS[:8], arg_count=1)], function_code=206)])
+    rows = rows_of(stream_file(tmp_path, rte(REQUEST, select), rte(REPLY, opened),
+                               rte(REQUEST, fetch(b'DESCRIBE "C1"')), rte(REPLY, described),
+                               rte(REQUEST, fetch(b"fetch first c1 into ?, ?")),
+                               rte(REPLY, fetched)))
+    assert (rows[-1]["values"], rows[-1]["columns"]) == (["1", "ab "], ["A", "B"])
+
+
+@pytest.mark.parametrize("sql, verb, cursor", [
+    ('FETCH NEXT "JDBC_CURSOR_1" INTO ?, ?', "FETCH", "JDBC_CURSOR_1"),
+    ("  fetch pos (3) c2 into :a", "FETCH", "C2"),
+    ("FETCH ABSOLUTE -2 \"a\"\"b\" INTO ?", "FETCH", 'a"b'),
+    ("FETCH RELATIVE 5 cur# INTO ?", "FETCH", "CUR#"),
+    ("FETCH NEXT INTO ?", "FETCH", None),
+    ("FETCH INTO ?", "FETCH", None),
+    ("FETCH nextcursor INTO ?", "FETCH", "NEXTCURSOR"),
+    ('DESCRIBE "C1"', "DESCRIBE", "C1"),
+    ("DESCRIBE ", "DESCRIBE", None),
+    ("SELECT * FROM FETCHES", None, None),
+    ("FETCHES", None, None),
+])
+def test_the_cursor_a_fetch_or_describe_names(sql, verb, cursor):
+    assert cursor_command(sql) == (verb, cursor)
 
 
 def test_vdn_kernel_numbers_at_their_limits():

@@ -11,11 +11,13 @@ reply with a shortinfo of its own uses that. A data part whose statement was not
 keeps ``values`` NULL, its bytes in ``buf``. A columnnames part names the statement's entries
 (the shortinfo of its segment, else the statement the segment runs; a reply naming the statement
 of its request's parse id, as a DESCRIBE's, names it for later executes): ``columns`` names each
-of ``values``.
+of ``values``. A FETCH carries neither: its rows are read by the statement of the cursor its SQL
+names (the result table name of the execute or reply that opened it, or of a DESCRIBE of it).
 """
 from __future__ import annotations
 
 import bisect
+import re
 from collections import deque
 from decimal import Decimal
 from dataclasses import dataclass, field
@@ -151,11 +153,13 @@ class _Requested:
 
     parse_id: Optional[bytes] = None
     statement: Optional[Shortinfo] = None
+    cursor: Optional[str] = None  # the result table it opens, fetches from or describes
 
 
 @dataclass
 class _Conversation:
     statements: Dict[bytes, Shortinfo] = field(default_factory=dict)  # by parse id
+    cursors: Dict[str, Shortinfo] = field(default_factory=dict)  # by result table name
     awaiting: Deque[List[_Requested]] = field(default_factory=deque)  # requests' statements, per segment
 
 
@@ -291,26 +295,8 @@ def _segment_rows(rows: _Rows, base: Dict[str, Any], where: Location, number: in
                    producer=name_of(PRODUCERS, h["producer"]), with_info=h["with_info"], mass_cmd=h["mass_cmd"])
     by_kind = {part.header["part_kind"]: part for part in segment.parts}
     mess_code = packet.header["mess_code"]
-    statement, problems = requested.statement, {}
-    parse_id = by_kind[codes.PART_PARSID].buf if codes.PART_PARSID in by_kind else None
-    if parse_id is not None and not reply:
-        statement = conversation.statements.get(parse_id)
-    if codes.PART_SHORTINFO in by_kind:
-        part = by_kind[codes.PART_SHORTINFO]
-        statement, problems[codes.PART_SHORTINFO] = read_shortinfo(part.buf, part.header["arg_count"], packet.swap,
-                                                                    where)
-    names: Optional[List[str]] = None
-    if codes.PART_COLUMNNAMES in by_kind:
-        part = by_kind[codes.PART_COLUMNNAMES]
-        names, problem = read_column_names(part.buf, part.header["arg_count"], text_codec(mess_code, packet.swap),
-                                           where)
-        if statement is not None and problem is None:  # a damaged part names nothing: which name is whose?
-            statement, problem = named_entries(statement, names)
-        problems[codes.PART_COLUMNNAMES] = problem
-    learned = codes.PART_SHORTINFO in by_kind or (names is not None and statement is not None)
-    known_as = parse_id if parse_id is not None else requested.parse_id if reply else None
-    if learned and known_as is not None:  # a parse (or DESCRIBE) reply: the statement executes later by this id
-        conversation.statements[known_as] = statement
+    runs, names, problems = _statement_of(by_kind, packet, where, conversation, requested, reply)
+    statement = runs.statement
     if not segment.parts:
         rows.add(row)
     for index, part in enumerate(segment.parts, start=1):
@@ -330,7 +316,66 @@ def _segment_rows(rows: _Rows, base: Dict[str, Any], where: Location, number: in
             fields, part_row["problem"] = _data_fields(rows.plan, part, entries, mess_code, packet.swap, reply)
             part_names = [e.name for e in entries] if fields is not None else None
         rows.add(part_row, fields, result_field, part_names)
-    return _Requested(parse_id, statement)
+    return runs
+
+
+def _statement_of(by_kind: Mapping[int, Part], packet: SqlPacket, where: Location, conversation: _Conversation,
+                  requested: _Requested, reply: bool
+                  ) -> Tuple[_Requested, Optional[List[str]], Dict[int, Optional[str]]]:
+    """The statement whose data a segment holds, by what its parts say and what it answers (a reply:
+    its request's; a request: its parse id's, or a FETCH's cursor's); what the segment teaches the
+    conversation of it is kept (by parse id, by cursor name). Also the names of its columnnames part,
+    and the problems of its shortinfo and columnnames parts."""
+    codec = text_codec(packet.header["mess_code"], packet.swap)
+    statement, problems = requested.statement, {}
+    parse_id = by_kind[codes.PART_PARSID].buf if codes.PART_PARSID in by_kind else None
+    cursor = requested.cursor if reply else None
+    if not reply:
+        if parse_id is not None:
+            statement = conversation.statements.get(parse_id)
+        if codes.PART_COMMAND in by_kind:
+            verb, cursor = cursor_command(by_kind[codes.PART_COMMAND].buf.decode(codec, errors="replace"))
+            if verb == "FETCH" and cursor is not None:
+                statement = conversation.cursors.get(cursor)
+    if codes.PART_RESULTTABLENAME in by_kind:  # the cursor a select opens (the client's name, or the kernel's)
+        cursor = by_kind[codes.PART_RESULTTABLENAME].buf.decode(codec, errors="replace").rstrip("\0 ") or cursor
+    if codes.PART_SHORTINFO in by_kind:
+        part = by_kind[codes.PART_SHORTINFO]
+        statement, problems[codes.PART_SHORTINFO] = read_shortinfo(part.buf, part.header["arg_count"], packet.swap,
+                                                                    where)
+    names: Optional[List[str]] = None
+    if codes.PART_COLUMNNAMES in by_kind:
+        part = by_kind[codes.PART_COLUMNNAMES]
+        names, problem = read_column_names(part.buf, part.header["arg_count"], codec, where)
+        if statement is not None and problem is None:  # a damaged part names nothing: which name is whose?
+            statement, problem = named_entries(statement, names)
+        problems[codes.PART_COLUMNNAMES] = problem
+    learned = codes.PART_SHORTINFO in by_kind or (names is not None and statement is not None)
+    known_as = parse_id if parse_id is not None else requested.parse_id if reply else None
+    if learned and known_as is not None:  # a parse (or DESCRIBE) reply: the statement executes later by this id
+        conversation.statements[known_as] = statement
+    if cursor is not None and statement is not None:  # later FETCHes of the cursor read their rows by it
+        conversation.cursors[cursor] = statement
+    return _Requested(parse_id, statement, cursor), names, problems
+
+
+# A FETCH or DESCRIBE naming its cursor (MaxDB's FETCH [<position>] [<result table name>] INTO ...):
+# the verb, an optional position, then the name, quoted (as written) or not (upper case).
+_CURSOR_COMMAND = re.compile(
+    r'\s*(FETCH|DESCRIBE)\b(?:\s+(?:FIRST|LAST|NEXT|PREV|SAME|POS\s*\([^)]*\)|(?:ABSOLUTE|RELATIVE)\s+[^\s"]+)'
+    r'(?![\w#@$]))?\s*("(?:[^"]|"")*"|[A-Za-z_][\w#@$]*)?', re.IGNORECASE)
+_NO_CURSOR = ("INTO", "USING")  # FETCH NEXT INTO ...: the session's unnamed result
+
+
+def cursor_command(sql: str) -> Tuple[Optional[str], Optional[str]]:
+    """("FETCH" or "DESCRIBE", the cursor it names or None) of a command, else (None, None)."""
+    match = _CURSOR_COMMAND.match(sql)
+    if match is None:
+        return None, None
+    verb, name = match.group(1).upper(), match.group(2)
+    if name is None or name.upper() in _NO_CURSOR:
+        return verb, None
+    return verb, name[1:-1].replace('""', '"') if name.startswith('"') else name.upper()
 
 
 def _data_fields(plan: FieldPlan, part: Part, entries: List[ParamInfo], mess_code: int, swap: int,
