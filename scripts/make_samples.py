@@ -206,13 +206,18 @@ def nightly_batch(path: str) -> None:
 def sapdb_session(path: str) -> None:
     """A SAP DB / MaxDB session as RTE frames logged back to back (docs/spec/sapdb.md): connect, the spec's
     two examples (a dbs command with a typing error; a parse and execute of SELECT ... INTO),
-    a mass insert of three rows, commit and release."""
-    from cmi_datasource.transports.sapdb.packet import PARAM_INFO, PartSpec, SegmentSpec, build_packet, pack
+    a mass insert of three rows, commit and release. The parse replies name their columns (a
+    columnnames part: the select's outputs, the insert's parameters)."""
+    from cmi_datasource.transports.sapdb.packet import (COLUMN_NAME, PARAM_INFO, PartSpec, SegmentSpec, build_packet,
+                                                        pack)
     from cmi_datasource.transports.sapdb.rte import rte_frame
 
     def info(io_type, data_type, length, in_out_len, bufpos, frac=0):
         return pack(PARAM_INFO, {"mode": 2, "io_type": io_type, "data_type": data_type, "frac": frac,
                                  "length": length, "in_out_len": in_out_len, "bufpos": bufpos}, 2)
+
+    def column_names(*names):
+        return PartSpec(2, b"".join(pack(COLUMN_NAME, {"name_len": len(n)}, 2) + n for n in names), len(names))
 
     def command(mess_type, *parts, **fields):
         return build_packet([SegmentSpec({"mess_type": mess_type, "with_info": True, **fields}, list(parts))],
@@ -240,13 +245,14 @@ def sapdb_session(path: str) -> None:
         rte_frame(63, command(3, PartSpec(3, select))),
         rte_frame(64, answer(PartSpec(10, parse_id), PartSpec(14, info(0, 2, 8, 9, 1) + info(1, 0, 12, 8, 1)
                                                               + info(1, 11, 8, 9, 9), arg_count=3),
-                             function_code=244)),
+                             column_names(b"NUMB", b"TIME"), function_code=244)),
         rte_frame(63, command(13, PartSpec(10, parse_id), PartSpec(5, b" keyval1 "))),
         rte_frame(64, answer(PartSpec(12, bytes.fromhex("00C11000000000")),
                              PartSpec(5, bytes.fromhex("00C44711 00000000 20303031 34333934 34")),
                              function_code=244)),
         rte_frame(63, command(3, PartSpec(3, insert), mass_cmd=True)),
-        rte_frame(64, answer(PartSpec(10, insert_id), PartSpec(14, insert_info, arg_count=3), function_code=1003)),
+        rte_frame(64, answer(PartSpec(10, insert_id), PartSpec(14, insert_info, arg_count=3),
+                             column_names(b"ORDERNO", b"ITEM", b"QTY"), function_code=1003)),
         rte_frame(63, command(13, PartSpec(10, insert_id), PartSpec(5, rows, arg_count=3), mass_cmd=True)),
         rte_frame(64, answer(PartSpec(12, bytes.fromhex("00C13000000000")), function_code=1003)),
         rte_frame(63, command(2, PartSpec(3, b"COMMIT WORK"))),

@@ -70,6 +70,11 @@ def param_info(io_type: int, data_type: int, length: int, in_out_len: int, bufpo
     return bytes([mode, io_type, data_type, frac]) + i2(length, swap) + i2(in_out_len, swap) + i4(bufpos, swap)
 
 
+def column_names(*names: bytes) -> bytes:
+    """A columnnames part's bytes (docs/spec/sapdb.md#column-names): each name's length in bytes, then the name."""
+    return b"".join(bytes([len(name)]) + name for name in names)
+
+
 # docs/spec/sapdb.md#examples, example 1: a dbs command with a typing error, and the kernel's -3014.
 EXAMPLE_1_SQL = b"SELECT EMPNAME, EMPNO FROM EMP WHRE FIRST_NAME = 'Martin'"
 EXAMPLE_1_REQUEST = packet([command_segment([part(3, EXAMPLE_1_SQL, size=28136)], mess_type=2)])
@@ -87,6 +92,10 @@ EXAMPLE_2_SHORTINFO = (param_info(0, 2, 8, 9, 1)  # KEYC: input CHAR(8)
 EXAMPLE_2_PARSE = packet([command_segment([part(3, EXAMPLE_2_SQL)], mess_type=3)])
 EXAMPLE_2_PARSE_REPLY = packet([return_segment([part(10, PARSE_ID), part(14, EXAMPLE_2_SHORTINFO, arg_count=3)],
                                                function_code=244)])
+# The same parse reply as the kernel sends it for a query: the names of the output columns too.
+EXAMPLE_2_PARSE_REPLY_NAMED = packet([return_segment([part(10, PARSE_ID), part(14, EXAMPLE_2_SHORTINFO, arg_count=3),
+                                                      part(2, column_names(b"NUMB", b"TIME"), arg_count=2)],
+                                                     function_code=244)])
 EXAMPLE_2_EXECUTE = packet([command_segment([part(10, PARSE_ID, size=28136), part(5, b" keyval1 ", size=28104)],
                                             mess_type=13)])
 EXAMPLE_2_REPLY = packet([return_segment([part(12, bytes.fromhex("00C11000000000"), size=32096),

@@ -14,6 +14,12 @@ def test_spark_reads_the_sapdb_sample_session(spark, samples_dir):
     assert [tuple(r) for r in error] == [("42000", 37, "Invalid end of SQL statement")]
     selected = df.where("direction = 'reply' and part_kind = 'data'").select("values").collect()
     assert [r["values"] for r in selected] == [["4711", "00143944"]]
+    assert df.schema["columns"].dataType.simpleString() == "array<string>"
+    named = df.where("direction = 'reply' and part_kind = 'data'").selectExpr("map_from_arrays(columns, values) AS m")
+    assert named.first()["m"] == {"NUMB": "4711", "TIME": "00143944"}
+    items = (df.where("function_code IS NULL AND part_kind = 'data' AND mass_cmd")
+             .selectExpr("inline(arrays_zip(columns, values))").where("columns = 'ITEM'").collect())
+    assert [r["values"].rstrip() for r in items] == ["bolt", "nut", "washer"]
     inserted = df.where("part_kind = 'resultcount' and function_code = 'minsert'").select("result_count").first()
     assert inserted["result_count"] == 3
 

@@ -14,13 +14,14 @@ from cmi_datasource import Capture, read, transports
 from cmi_datasource.errors import CmiOptionError
 from cmi_datasource.transports.sapdb.codes import PART_KINDS
 from cmi_datasource.transports.sapdb.packet import SegmentSpec, PartSpec, build_packet
-from cmi_datasource.transports.sapdb.table import sql_parts_table
+from cmi_datasource.transports.sapdb.table import cursor_command, sql_parts_table
 from cmi_datasource.transports.sapdb.values import FIXED, FLOAT, FieldPlan
 
 from live import free_port
 from sapdb_packets import (EXAMPLE_1_REPLY, EXAMPLE_1_REQUEST, EXAMPLE_1_SQL, EXAMPLE_2_EXECUTE, EXAMPLE_2_PARSE,
-                           EXAMPLE_2_PARSE_REPLY, EXAMPLE_2_REPLY, FULL, NORMAL, PARSE_ID, PART, command_segment, i4,
-                           packet, param_info, part, return_segment, rte)
+                           EXAMPLE_2_PARSE_REPLY, EXAMPLE_2_PARSE_REPLY_NAMED, EXAMPLE_2_REPLY, EXAMPLE_2_SHORTINFO,
+                           FULL, NORMAL, PARSE_ID, PART, column_names, command_segment, i4, packet, param_info, part,
+                           return_segment, rte)
 from tcp_frames import Conversation, write_pcap
 
 REQUEST, REPLY = 63, 64
@@ -131,13 +132,15 @@ def test_every_segment_kind(tmp_path, kind, name, variant):
 def test_every_part_kind_is_named_and_unknown_kinds_are_kept_raw(tmp_path):
     kinds = list(range(1, 36)) + [99, 200]
     bufs = {kind: bytes([kind]) * (kind % 11) for kind in kinds}
-    bufs.update({5: _field("00 C1 10 00 00 00 00"), 12: _field("00 C2 12 00 00 00 00"), 14: param_info(1, 0, 10, 7, 1)})
+    bufs.update({2: b"\x01A", 5: _field("00 C1 10 00 00 00 00"), 12: _field("00 C2 12 00 00 00 00"),
+                 14: param_info(1, 0, 10, 7, 1)})
     parts = [part(kind, bufs[kind]) for kind in kinds]
     rows = rows_of(stream_file(tmp_path, rte(REPLY, packet([return_segment(parts)]))))
     assert [r["part_kind"] for r in rows] == [PART_KINDS.get(k, str(k)) for k in kinds]
     assert [r["buf"] for r in rows] == [bufs[k] for k in kinds]
     assert rows[2]["part_kind"] == "command" and rows[13]["part_kind"] == "shortinfo"
     assert rows[4]["values"] == ["1"] and rows[11]["result_count"] == 12
+    assert rows[1]["columns"] == rows[4]["columns"] == ["A"]  # the columnnames part names the data's one column
     assert rows[-2]["part_kind"] == "99" and rows[-1]["part_kind"] == "200"
     assert all(r["problem"] is None for r in rows)
 
@@ -224,6 +227,135 @@ def test_a_reply_with_its_own_shortinfo_uses_it(tmp_path):
     path = stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, EXAMPLE_2_PARSE_REPLY),
                        rte(REQUEST, EXAMPLE_2_EXECUTE), rte(REPLY, reply))
     assert rows_of(path)[-1]["values"] == ["42"]
+
+
+def test_column_names_of_a_parse_name_the_values_of_its_executes(tmp_path):
+    path = stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, EXAMPLE_2_PARSE_REPLY_NAMED),
+                       rte(REQUEST, EXAMPLE_2_EXECUTE), rte(REPLY, EXAMPLE_2_REPLY))
+    rows = rows_of(path)
+    [names] = [r for r in rows if r["part_kind"] == "columnnames"]
+    assert (names["arg_count"], names["buf"]) == (2, b"\x04NUMB\x04TIME")  # the raw part stays in buf
+    assert (names["columns"], names["values"], names["problem"]) == (["NUMB", "TIME"], None, None)
+    request_data, reply_data = [r for r in rows if r["part_kind"] == "data"]
+    assert (request_data["values"], request_data["columns"]) == (["keyval1 "], None)  # the kernel names no inputs
+    assert (reply_data["values"], reply_data["columns"]) == (["4711", "00143944"], ["NUMB", "TIME"])
+    assert all(r["columns"] is None for r in rows if r["part_kind"] not in ("data", "columnnames"))
+
+
+def test_one_name_per_entry_names_inputs_and_every_record(tmp_path):
+    shortinfo = param_info(0, 0, 5, 4, 1) + param_info(0, 2, 2, 3, 5)
+    parse_id = bytes(range(12))
+    parse_reply = packet([return_segment([part(10, parse_id), part(14, shortinfo, arg_count=2),
+                                          part(2, column_names(b"ORDERNO", b"ITEM"), arg_count=2)],
+                                         function_code=1003)])
+    records = _field("00 C1 10 00") + b" ab" + _field("00 C2 20 00") + _field("FF 00 00")
+    execute = packet([command_segment([part(10, parse_id), part(5, records, arg_count=2)], mess_type=13,
+                                      mass_cmd=True)])
+    rows = rows_of(stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, parse_reply),
+                               rte(REQUEST, execute)))
+    assert rows[-1]["values"] == ["1", "ab", "20", None]
+    assert rows[-1]["columns"] == ["ORDERNO", "ITEM", "ORDERNO", "ITEM"]  # one name per value, record after record
+
+
+@pytest.mark.parametrize("mess_code, codec", [(19, "utf-16-le"), (20, "utf-16-be")])
+def test_unicode_sessions_send_column_names_in_ucs2(tmp_path, mess_code, codec):
+    shortinfo = param_info(1, 0, 5, 4, 1, swap=NORMAL)
+    names = column_names("Größe".encode(codec))
+    reply = packet([return_segment([part(14, shortinfo, swap=NORMAL), part(2, names, swap=NORMAL),
+                                    part(5, _field("00 C1 70 00"), swap=NORMAL)], swap=NORMAL)],
+                   mess_code=mess_code, swap=NORMAL)
+    rows = rows_of(stream_file(tmp_path, rte(REPLY, reply)))
+    assert rows[1]["columns"] == rows[2]["columns"] == ["Größe"] and rows[2]["values"] == ["7"]
+
+
+def test_a_describe_reply_names_the_statement_of_its_parse_id(tmp_path):
+    describe = packet([command_segment([part(3, b"DESCRIBE"), part(10, PARSE_ID)])])
+    described = packet([return_segment([part(14, EXAMPLE_2_SHORTINFO, arg_count=3),
+                                        part(2, column_names(b"KEYC", b"NUMB", b"TIME"), arg_count=3)],
+                                       function_code=224)])
+    path = stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, EXAMPLE_2_PARSE_REPLY),
+                       rte(REQUEST, describe), rte(REPLY, described), rte(REQUEST, EXAMPLE_2_EXECUTE),
+                       rte(REPLY, EXAMPLE_2_REPLY))
+    request_data, reply_data = [r for r in rows_of(path) if r["part_kind"] == "data"]
+    assert request_data["columns"] == ["KEYC"] and reply_data["columns"] == ["NUMB", "TIME"]
+    assert reply_data["values"] == ["4711", "00143944"]
+
+
+@pytest.mark.parametrize("arg_count, buf, columns, problem", [
+    (3, column_names(b"NUMB", b"TIME"), ["NUMB", "TIME"], "columnnames declares 3 names; its 10 bytes hold 2"),
+    (2, b"\x04NUMB\x09TIME", ["NUMB"], "columnnames name 2 declares 9 bytes; 4 remain in the part"),
+    (2, column_names(b"NUMB", b"TIME") + b"\0\0", ["NUMB", "TIME"], "2 bytes follow the last"),
+    (1, column_names(b"NUMB"), ["NUMB"], "columnnames holds 1 names for a shortinfo of 3 entries (2 outputs)"),
+    (32767, b"\x01A\x01B\x01C", ["A", "B", "C"], "columnnames declares 32767 names; its 6 bytes hold 3"),
+    (0, b"", [], "columnnames holds 0 names for a shortinfo of 3 entries (2 outputs)"),
+])
+def test_damaged_column_names_are_a_problem_and_name_nothing(tmp_path, arg_count, buf, columns, problem):
+    parse_reply = packet([return_segment([part(10, PARSE_ID), part(14, EXAMPLE_2_SHORTINFO, arg_count=3),
+                                          part(2, buf, arg_count=arg_count)], function_code=244)])
+    rows = rows_of(stream_file(tmp_path, rte(REQUEST, EXAMPLE_2_PARSE), rte(REPLY, parse_reply),
+                               rte(REQUEST, EXAMPLE_2_EXECUTE), rte(REPLY, EXAMPLE_2_REPLY)))
+    [names] = [r for r in rows if r["part_kind"] == "columnnames"]
+    assert names["buf"] == buf and names["columns"] == (columns or None)
+    assert problem in names["problem"]
+    reply_data = rows[-1]
+    assert reply_data["values"] == ["4711", "00143944"] and reply_data["problem"] is None  # the data is read still
+    assert reply_data["columns"] is None  # a damaged part names nothing
+
+
+SELECT_INFO = param_info(1, 0, 5, 4, 1) + param_info(1, 2, 3, 4, 5)  # A FIXED(5), B CHAR(3)
+SELECT_ROWS = _field("00 C1 10 00") + b" ab " + _field("00 C2 20 00") + b" cd "
+
+
+def fetch(sql: bytes) -> bytes:
+    return packet([command_segment([part(3, sql)], mass_cmd=True)])
+
+
+def test_a_fetch_reads_its_rows_by_the_cursor_its_execute_opened(tmp_path):
+    parse_id = bytes(range(12))
+    parse = packet([command_segment([part(3, b"SELECT A, B FROM T")], mess_type=3)])
+    parse_reply = packet([return_segment([part(10, parse_id), part(14, SELECT_INFO, arg_count=2),
+                                          part(2, column_names(b"A", b"B"), arg_count=2)], function_code=4)])
+    execute = packet([command_segment([part(10, parse_id), part(13, b"JDBC_CURSOR_1")], mess_type=13)])
+    opened = packet([return_segment([part(12, _field("00 3F 90 00 00 00 00"))], function_code=4)])
+    fetched = packet([return_segment([part(5, SELECT_ROWS, arg_count=2)], function_code=1208)])
+    rows = rows_of(stream_file(tmp_path, rte(REQUEST, parse), rte(REPLY, parse_reply), rte(REQUEST, execute),
+                               rte(REPLY, opened), rte(REQUEST, fetch(b'FETCH NEXT "JDBC_CURSOR_1" INTO ?, ?')),
+                               rte(REPLY, fetched), rte(REQUEST, fetch(b'FETCH NEXT "JDBC_CURSOR_2" INTO ?, ?')),
+                               rte(REPLY, fetched)))
+    known, unknown = [r for r in rows if r["part_kind"] == "data"]
+    assert (known["function_code"], known["values"]) == ("mfetch_next", ["1", "ab ", "20", "cd "])
+    assert known["columns"] == ["A", "B", "A", "B"]
+    assert (unknown["values"], unknown["columns"]) == (None, None)  # a cursor whose opening was not captured
+
+
+def test_a_describe_of_a_cursor_names_its_fetches(tmp_path):
+    select = packet([command_segment([part(3, b"SELECT A, B FROM T")])])
+    opened = packet([return_segment([part(13, b"C1\0\0")], function_code=4)])  # the kernel's cursor name
+    described = packet([return_segment([part(14, SELECT_INFO, arg_count=2), part(2, column_names(b"A", b"B"),
+                                                                                 arg_count=2)], function_code=224)])
+    fetched = packet([return_segment([part(5, SELECT_ROWS[:8], arg_count=1)], function_code=206)])
+    rows = rows_of(stream_file(tmp_path, rte(REQUEST, select), rte(REPLY, opened),
+                               rte(REQUEST, fetch(b'DESCRIBE "C1"')), rte(REPLY, described),
+                               rte(REQUEST, fetch(b"fetch first c1 into ?, ?")),
+                               rte(REPLY, fetched)))
+    assert (rows[-1]["values"], rows[-1]["columns"]) == (["1", "ab "], ["A", "B"])
+
+
+@pytest.mark.parametrize("sql, verb, cursor", [
+    ('FETCH NEXT "JDBC_CURSOR_1" INTO ?, ?', "FETCH", "JDBC_CURSOR_1"),
+    ("  fetch pos (3) c2 into :a", "FETCH", "C2"),
+    ("FETCH ABSOLUTE -2 \"a\"\"b\" INTO ?", "FETCH", 'a"b'),
+    ("FETCH RELATIVE 5 cur# INTO ?", "FETCH", "CUR#"),
+    ("FETCH NEXT INTO ?", "FETCH", None),
+    ("FETCH INTO ?", "FETCH", None),
+    ("FETCH nextcursor INTO ?", "FETCH", "NEXTCURSOR"),
+    ('DESCRIBE "C1"', "DESCRIBE", "C1"),
+    ("DESCRIBE ", "DESCRIBE", None),
+    ("SELECT * FROM FETCHES", None, None),
+    ("FETCHES", None, None),
+])
+def test_the_cursor_a_fetch_or_describe_names(sql, verb, cursor):
+    assert cursor_command(sql) == (verb, cursor)
 
 
 def test_vdn_kernel_numbers_at_their_limits():

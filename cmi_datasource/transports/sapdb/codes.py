@@ -63,8 +63,9 @@ PART_KINDS = _named(
     "surrogate bdinfo longdata tablename session_info_returned output_cols_no_parameter key serial "
     "relative_pos abap_istream abap_ostream abap_info checkpoint_info procid long_demand message_list "
     "vardata_shortinfo vardata feature clientid")
-PART_COMMAND, PART_DATA, PART_ERRORTEXT, PART_PARSID, PART_RESULTCOUNT, PART_SHORTINFO = codes_of(
-    PART_KINDS, "command data errortext parsid resultcount shortinfo")
+(PART_COLUMNNAMES, PART_COMMAND, PART_DATA, PART_ERRORTEXT, PART_PARSID, PART_RESULTCOUNT, PART_RESULTTABLENAME,
+ PART_SHORTINFO) = codes_of(PART_KINDS,
+                            "columnnames command data errortext parsid resultcount resulttablename shortinfo")
 TEXT_PARTS = (PART_COMMAND, PART_ERRORTEXT)  # parts whose buffer is text in the packet's mess_code
 PART_ALIGNMENT = 8  # csp1_part_align_length: parts (and segments) start on 8-byte boundaries
 

@@ -50,6 +50,9 @@ PART_HEADER = Layout("part header", [
 PARAM_INFO = Layout("shortinfo entry", [
     Field("mode", "B"), Field("io_type", "B"), Field("data_type", "B"), Field("frac", "B"), Field("length", "h"),
     Field("in_out_len", "h"), Field("bufpos", "i")])
+# A columnnames part is arg_count of these, back to back: a name's length in bytes, then the name in the
+# packet's mess_code (UCS-2 in unicode sessions; SQLDBC's and the loader's readers, the .NET provider's).
+COLUMN_NAME = Layout("column name", [Field("name_len", "B")])
 
 
 class SqlPacketError(CmiFormatError):
@@ -68,7 +71,7 @@ def _four_byte_fields(layout: Layout) -> Tuple[str, ...]:
 
 
 _FOUR_BYTE = {layout.name: _four_byte_fields(layout)
-              for layout in (PACKET_HEADER, COMMAND_SEGMENT, RETURN_SEGMENT, PART_HEADER, PARAM_INFO)}
+              for layout in (PACKET_HEADER, COMMAND_SEGMENT, RETURN_SEGMENT, PART_HEADER, PARAM_INFO, COLUMN_NAME)}
 
 
 def unpack(layout: Layout, buf, at: int, swap: int, where: Location) -> Dict[str, Any]:

@@ -8,15 +8,20 @@ Data parts are decoded through the shortinfo of their statement: a parse reply c
 statement's parse id and shortinfo; a later execute carrying that parse id (on the same
 connection) has its data part read as the statement's inputs and its reply's as its outputs; a
 reply with a shortinfo of its own uses that. A data part whose statement was not captured
-keeps ``values`` NULL, its bytes in ``buf``.
+keeps ``values`` NULL, its bytes in ``buf``. A columnnames part names the statement's entries
+(the shortinfo of its segment, else the statement the segment runs; a reply naming the statement
+of its request's parse id, as a DESCRIBE's, names it for later executes): ``columns`` names each
+of ``values``. A FETCH carries neither: its rows are read by the statement of the cursor its SQL
+names (the result table name of the execute or reply that opened it, or of a DESCRIBE of it).
 """
 from __future__ import annotations
 
 import bisect
+import re
 from collections import deque
 from decimal import Decimal
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Deque, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +36,8 @@ from .codes import (MESS_CODES, MESS_TYPES, PART_KINDS, PRODUCERS, SEGMENT_KINDS
                     name_of)
 from .packet import Part, Segment, SqlPacket, read_packet, swap_name
 from .rte import RTE_HEADER, RtePacket, looks_like_rte, opens_connection, read_rte_packets, whole_rte_packets
-from .values import FIXED, STATUS_TEXT, FieldPlan, ParamInfo, direction_entries, read_shortinfo, text_codec
+from .values import (FIXED, STATUS_TEXT, FieldPlan, ParamInfo, direction_entries, named_entries, read_column_names,
+                     read_shortinfo, text_codec)
 
 SAPDB_PORT = 7210
 PORT_OPTION = "sapdb.port"
@@ -48,7 +54,8 @@ SQL_PARTS_SCHEMA = pa.schema([
     pa.field("sqlstate", pa.string()), pa.field("errorpos", pa.int32()), pa.field("function_code", pa.string()),
     pa.field("part", pa.int32()), pa.field("part_kind", pa.string()), pa.field("arg_count", pa.int32()),
     pa.field("buf", pa.binary()), pa.field("text", pa.string()), pa.field("result_count", pa.int64()),
-    pa.field("values", pa.list_(pa.string())), pa.field("problem", pa.string()),
+    pa.field("values", pa.list_(pa.string())), pa.field("columns", pa.list_(pa.string())),
+    pa.field("problem", pa.string()),
 ])
 
 
@@ -137,13 +144,23 @@ def _pcap_packets(path: str, ports) -> Iterator[CapturedPacket]:
                             lambda connection: (_RteReader(path, connection), _RteReader(path, connection)))
 
 
-Shortinfo = List[ParamInfo]  # what a conversation knows of a statement
+Shortinfo = List[ParamInfo]  # what a conversation knows of a statement (its entries, named or not)
+
+
+@dataclass(frozen=True)
+class _Requested:
+    """What a request segment runs, for its reply: its parse id and that statement."""
+
+    parse_id: Optional[bytes] = None
+    statement: Optional[Shortinfo] = None
+    cursor: Optional[str] = None  # the result table it opens, fetches from or describes
 
 
 @dataclass
 class _Conversation:
     statements: Dict[bytes, Shortinfo] = field(default_factory=dict)  # by parse id
-    awaiting: Deque[List[Optional[Shortinfo]]] = field(default_factory=deque)  # requests' statements, per segment
+    cursors: Dict[str, Shortinfo] = field(default_factory=dict)  # by result table name
+    awaiting: Deque[List[_Requested]] = field(default_factory=deque)  # requests' statements, per segment
 
 
 @dataclass
@@ -154,13 +171,22 @@ class _Rows:
     plan: FieldPlan = field(default_factory=FieldPlan)
     field_ranges: List[Optional[Tuple[int, int]]] = field(default_factory=list)  # per row: its fields in plan
     result_fields: List[Optional[int]] = field(default_factory=list)  # per row: its resultcount field
+    names: List[Optional[str]] = field(default_factory=list)  # every row's names of one record, back to back
+    name_ranges: List[Optional[Tuple[int, int, int]]] = field(default_factory=list)  # per row: (first, width, records)
 
     def add(self, row: Dict[str, Any], fields: Optional[Tuple[int, int]] = None,
-            result_field: Optional[int] = None) -> None:
+            result_field: Optional[int] = None, names: Optional[Sequence[Optional[str]]] = None) -> None:
+        """``names``: the names of one record of ``fields`` (repeated for each), or of a columnnames part."""
         for name, column in self.columns.items():
             column.append(row.get(name))
         self.field_ranges.append(fields)
         self.result_fields.append(result_field)
+        if names is None or not any(n is not None for n in names):
+            self.name_ranges.append(None)
+            return
+        records = (fields[1] - fields[0]) // len(names) if fields else 1
+        self.name_ranges.append((len(self.names), len(names), records))
+        self.names.extend(names)
 
     def table(self) -> pa.Table:
         text, status = self.plan.render()
@@ -185,9 +211,24 @@ class _Rows:
         flat = text.take(pa.array(ordered, type=pa.int64())) if len(ordered) != len(text) else text
         values = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), flat,
                                           mask=pa.array([not v for v in valid], type=pa.bool_()))
-        arrays = [values if f.name == "values" else pa.array(self.columns[f.name], type=f.type)
+        lists = {"values": values, "columns": self._columns()}
+        arrays = [lists[f.name] if f.name in lists else pa.array(self.columns[f.name], type=f.type)
                   for f in SQL_PARTS_SCHEMA]
         return pa.Table.from_arrays(arrays, schema=SQL_PARTS_SCHEMA)
+
+
+    def _columns(self) -> pa.ListArray:
+        """Each row's names, one per value: a record's names taken once per record (no Python per value)."""
+        offsets, taken = [0], []
+        for span in self.name_ranges:
+            if span is not None:
+                first, width, records = span
+                taken.append(np.tile(np.arange(first, first + width, dtype=np.int64), records))
+            offsets.append(offsets[-1] + (len(taken[-1]) if span is not None else 0))
+        flat = pa.array(self.names, type=pa.string()).take(
+            pa.array(np.concatenate(taken or [np.zeros(0, dtype=np.int64)]), type=pa.int64()))
+        return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), flat,
+                                        mask=pa.array([span is None for span in self.name_ranges], type=pa.bool_()))
 
 
 def _result_count(text: Optional[str], bad: Optional[str]) -> Tuple[Optional[int], Optional[str]]:
@@ -231,11 +272,10 @@ def _packet_rows(rows: _Rows, path: str, packet_index: int, captured: CapturedPa
                  "appl_version": _text(header.get("appl_version")), "application": _text(header.get("application"))})
     reply = rte.direction == "reply"
     statements = conversation.awaiting.popleft() if reply and conversation.awaiting else []
-    requested: List[Optional[Shortinfo]] = []
+    requested: List[_Requested] = []
     for index, segment in enumerate(packet.segments):
-        statement = _segment_rows(rows, base, where, index + 1, segment, packet, conversation,
-                                  statements[index] if index < len(statements) else None, reply)
-        requested.append(statement)
+        requested.append(_segment_rows(rows, base, where, index + 1, segment, packet, conversation,
+                                       statements[index] if index < len(statements) else _Requested(), reply))
     if not reply:
         conversation.awaiting.append(requested)
     if packet.problem is not None or not packet.segments:  # what is wrong, or a packet of no segments
@@ -243,9 +283,8 @@ def _packet_rows(rows: _Rows, path: str, packet_index: int, captured: CapturedPa
 
 
 def _segment_rows(rows: _Rows, base: Dict[str, Any], where: Location, number: int, segment: Segment,
-                  packet: SqlPacket, conversation: _Conversation, requested: Optional[Shortinfo],
-                  reply: bool) -> Optional[Shortinfo]:
-    """Rows of one segment; returns the statement a request segment runs (for its reply)."""
+                  packet: SqlPacket, conversation: _Conversation, requested: _Requested, reply: bool) -> _Requested:
+    """Rows of one segment; returns what a request segment runs (for its reply)."""
     h = segment.header
     row = {**base, "segment": number, "segment_kind": name_of(SEGMENT_KINDS, h["segm_kind"])}
     if segment.is_return:
@@ -255,35 +294,88 @@ def _segment_rows(rows: _Rows, base: Dict[str, Any], where: Location, number: in
         row.update(mess_type=name_of(MESS_TYPES, h["mess_type"]), sqlmode=name_of(SQLMODES, h["sqlmode"]),
                    producer=name_of(PRODUCERS, h["producer"]), with_info=h["with_info"], mass_cmd=h["mass_cmd"])
     by_kind = {part.header["part_kind"]: part for part in segment.parts}
-    statement, shortinfo_problem = requested, None
-    parse_id = by_kind[codes.PART_PARSID].buf if codes.PART_PARSID in by_kind else None
-    if parse_id is not None and not reply:
-        statement = conversation.statements.get(parse_id)
-    if codes.PART_SHORTINFO in by_kind:
-        part = by_kind[codes.PART_SHORTINFO]
-        entries, shortinfo_problem = read_shortinfo(part.buf, part.header["arg_count"], packet.swap, where)
-        statement = entries
-        if parse_id is not None:  # a parse reply: the statement executes later by this id
-            conversation.statements[parse_id] = statement
+    mess_code = packet.header["mess_code"]
+    runs, names, problems = _statement_of(by_kind, packet, where, conversation, requested, reply)
+    statement = runs.statement
     if not segment.parts:
         rows.add(row)
-    mess_code = packet.header["mess_code"]
     for index, part in enumerate(segment.parts, start=1):
         kind = part.header["part_kind"]
         part_row = {**row, "part": index, "part_kind": name_of(PART_KINDS, kind),
                     "arg_count": part.header["arg_count"], "buf": part.buf}
-        fields = result_field = None
+        fields = result_field = part_names = None
         if kind in codes.TEXT_PARTS:
             part_row["text"] = part.buf.decode(text_codec(mess_code, packet.swap), errors="replace")
         elif kind == codes.PART_RESULTCOUNT and part.buf:
             result_field = rows.plan.add(rows.plan.add_buffer(part.buf), len(part.buf), FIXED)
-        elif kind == codes.PART_SHORTINFO:
-            part_row["problem"] = shortinfo_problem
+        elif kind in problems:
+            part_row["problem"] = problems[kind]
+            part_names = names if kind == codes.PART_COLUMNNAMES else None
         elif kind == codes.PART_DATA and statement is not None:
-            fields, part_row["problem"] = _data_fields(rows.plan, part, direction_entries(statement, reply),
-                                                       mess_code, packet.swap, reply)
-        rows.add(part_row, fields, result_field)
-    return statement
+            entries = direction_entries(statement, reply)
+            fields, part_row["problem"] = _data_fields(rows.plan, part, entries, mess_code, packet.swap, reply)
+            part_names = [e.name for e in entries] if fields is not None else None
+        rows.add(part_row, fields, result_field, part_names)
+    return runs
+
+
+def _statement_of(by_kind: Mapping[int, Part], packet: SqlPacket, where: Location, conversation: _Conversation,
+                  requested: _Requested, reply: bool
+                  ) -> Tuple[_Requested, Optional[List[str]], Dict[int, Optional[str]]]:
+    """The statement whose data a segment holds, by what its parts say and what it answers (a reply:
+    its request's; a request: its parse id's, or a FETCH's cursor's); what the segment teaches the
+    conversation of it is kept (by parse id, by cursor name). Also the names of its columnnames part,
+    and the problems of its shortinfo and columnnames parts."""
+    codec = text_codec(packet.header["mess_code"], packet.swap)
+    statement, problems = requested.statement, {}
+    parse_id = by_kind[codes.PART_PARSID].buf if codes.PART_PARSID in by_kind else None
+    cursor = requested.cursor if reply else None
+    if not reply:
+        if parse_id is not None:
+            statement = conversation.statements.get(parse_id)
+        if codes.PART_COMMAND in by_kind:
+            verb, cursor = cursor_command(by_kind[codes.PART_COMMAND].buf.decode(codec, errors="replace"))
+            if verb == "FETCH" and cursor is not None:
+                statement = conversation.cursors.get(cursor)
+    if codes.PART_RESULTTABLENAME in by_kind:  # the cursor a select opens (the client's name, or the kernel's)
+        cursor = by_kind[codes.PART_RESULTTABLENAME].buf.decode(codec, errors="replace").rstrip("\0 ") or cursor
+    if codes.PART_SHORTINFO in by_kind:
+        part = by_kind[codes.PART_SHORTINFO]
+        statement, problems[codes.PART_SHORTINFO] = read_shortinfo(part.buf, part.header["arg_count"], packet.swap,
+                                                                    where)
+    names: Optional[List[str]] = None
+    if codes.PART_COLUMNNAMES in by_kind:
+        part = by_kind[codes.PART_COLUMNNAMES]
+        names, problem = read_column_names(part.buf, part.header["arg_count"], codec, where)
+        if statement is not None and problem is None:  # a damaged part names nothing: which name is whose?
+            statement, problem = named_entries(statement, names)
+        problems[codes.PART_COLUMNNAMES] = problem
+    learned = codes.PART_SHORTINFO in by_kind or (names is not None and statement is not None)
+    known_as = parse_id if parse_id is not None else requested.parse_id if reply else None
+    if learned and known_as is not None:  # a parse (or DESCRIBE) reply: the statement executes later by this id
+        conversation.statements[known_as] = statement
+    if cursor is not None and statement is not None:  # later FETCHes of the cursor read their rows by it
+        conversation.cursors[cursor] = statement
+    return _Requested(parse_id, statement, cursor), names, problems
+
+
+# A FETCH or DESCRIBE naming its cursor (MaxDB's FETCH [<position>] [<result table name>] INTO ...):
+# the verb, an optional position, then the name, quoted (as written) or not (upper case).
+_CURSOR_COMMAND = re.compile(
+    r'\s*(FETCH|DESCRIBE)\b(?:\s+(?:FIRST|LAST|NEXT|PREV|SAME|POS\s*\([^)]*\)|(?:ABSOLUTE|RELATIVE)\s+[^\s"]+)'
+    r'(?![\w#@$]))?\s*("(?:[^"]|"")*"|[A-Za-z_][\w#@$]*)?', re.IGNORECASE)
+_NO_CURSOR = ("INTO", "USING")  # FETCH NEXT INTO ...: the session's unnamed result
+
+
+def cursor_command(sql: str) -> Tuple[Optional[str], Optional[str]]:
+    """("FETCH" or "DESCRIBE", the cursor it names or None) of a command, else (None, None)."""
+    match = _CURSOR_COMMAND.match(sql)
+    if match is None:
+        return None, None
+    verb, name = match.group(1).upper(), match.group(2)
+    if name is None or name.upper() in _NO_CURSOR:
+        return verb, None
+    return verb, name[1:-1].replace('""', '"') if name.startswith('"') else name.upper()
 
 
 def _data_fields(plan: FieldPlan, part: Part, entries: List[ParamInfo], mess_code: int, swap: int,

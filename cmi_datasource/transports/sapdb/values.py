@@ -18,7 +18,7 @@ character fields keep their padding; byte fields are upper-case hex.
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -27,7 +27,7 @@ import pyarrow as pa
 from ...compiled import kernel
 from ...errors import Location
 from .codes import DATA_TYPES, IO_INOUT, IO_INPUT, IO_OUTPUT, MESS_CODES, OVERFLOW_BYTE, SWAP_FULL, UNDEF_BYTE, codes_of
-from .packet import PARAM_INFO, unpack
+from .packet import COLUMN_NAME, PARAM_INFO, unpack
 
 # How a field's value bytes become text: the kernel's kinds.
 FIXED, FLOAT, TEXT, HEX, UCS2_BIG, UCS2_LITTLE, BOOLEAN, UTF8, DATETIME_BIG, DATETIME_LITTLE = range(10)
@@ -81,6 +81,7 @@ class ParamInfo:
     length: int
     in_out_len: int
     bufpos: int  # 1-based: where its defined byte lies in the data record
+    name: Optional[str] = None  # from the statement's columnnames part, when one was captured
 
     def code_page(self, mess_code: int) -> int:
         """The single-byte table of a TEXT field: CP500 in EBCDIC sessions; for an EBCDIC column in
@@ -106,6 +107,40 @@ def read_shortinfo(buf: bytes, count: int, swap: int, where: Location) -> Tuple[
     entries = [ParamInfo(**unpack(PARAM_INFO, buf, i * PARAM_INFO.size, swap, where)) for i in range(fits)]
     problem = None if fits == count else f"shortinfo declares {count} entries; its {len(buf)} bytes hold {fits}"
     return entries, problem
+
+
+def read_column_names(buf: bytes, count: int, codec: str, where: Location) -> Tuple[List[str], Optional[str]]:
+    """The names of a columnnames part of ``count`` arguments (each a COLUMN_NAME length byte, then
+    the name in ``codec``), and what is wrong when its bytes do not hold them. Every name takes at
+    least its length byte, so the work is bounded by the bytes there, not by ``count``."""
+    names: List[str] = []
+    at = 0
+    while len(names) < count and at < len(buf):
+        length = COLUMN_NAME.unpack(buf, at, location=where)["name_len"]
+        if at + COLUMN_NAME.size + length > len(buf):
+            return names, (f"columnnames name {len(names) + 1} declares {length} bytes; {len(buf) - at - 1} "
+                           f"remain in the part")
+        start = at + COLUMN_NAME.size
+        names.append(buf[start:start + length].decode(codec, errors="replace"))
+        at = start + length
+    if len(names) < count:
+        return names, f"columnnames declares {count} names; its {len(buf)} bytes hold {len(names)}"
+    if at < len(buf):
+        return names, f"columnnames declares {count} names; {len(buf) - at} bytes follow the last"
+    return names, None
+
+
+def named_entries(entries: Sequence[ParamInfo], names: Sequence[str]) -> Tuple[List[ParamInfo], Optional[str]]:
+    """The shortinfo ``entries`` with their names: one name per entry, or (as SQLDBC and the kernel's
+    select replies have it) one per output column, in order. Other counts name nothing, and say so."""
+    if len(names) == len(entries):
+        return [replace(e, name=n) for e, n in zip(entries, names)], None
+    outputs = [i for i, e in enumerate(entries) if e.io_type != IO_INPUT]
+    if len(names) != len(outputs):
+        return list(entries), (f"columnnames holds {len(names)} names for a shortinfo of {len(entries)} entries "
+                               f"({len(outputs)} outputs): the values are not named")
+    by_entry = dict(zip(outputs, names))
+    return [replace(e, name=by_entry[i]) if i in by_entry else e for i, e in enumerate(entries)], None
 
 
 def direction_entries(entries: Sequence[ParamInfo], reply: bool) -> List[ParamInfo]:
