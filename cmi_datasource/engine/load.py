@@ -31,7 +31,8 @@ class Load:
         if self.given is not None:
             return self.given
         o = self.options
-        return open_cached(o.paths, o.charsets, o.format, o.transport_options, **o.file_filters())
+        return open_cached(o.paths, o.charsets, o.format, o.transport_options, o.ignore_corrupt_files,
+                           **o.file_filters())
 
     def held(self, planned: Sequence[PlannedMessage]) -> Optional[List[PhysicalMessage]]:
         """The planned messages when the capture holds them in memory (a capture given whole),
