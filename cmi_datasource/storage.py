@@ -410,6 +410,17 @@ def is_file(path: str) -> bool:
     return _remote_type(path) == "File"
 
 
+def exists(path: str) -> bool:
+    """Whether ``path`` names a file or a folder (a glob: whether anything can match it, left
+    to the listing)."""
+    import glob as globbing
+    if globbing.has_magic(path):
+        return True
+    if not is_remote(path):
+        return os.path.exists(local_path(path))
+    return _remote_type(path) != "NotFound"
+
+
 def _remote_type(path: str) -> str:
     """``File``, ``Directory`` (a key prefix) or ``NotFound``: the pyarrow.fs FileType's name."""
     fs, inner = _split(path)

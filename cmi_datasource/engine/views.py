@@ -17,7 +17,7 @@ from ..arrow.batches import coalesced
 from ..cmi.assembly import Attachment
 from ..errors import CmiFormatError, KeptError, Location, not_one_of
 from ..payload.sas_dataset import arrow_schema
-from ..storage import PathNotFoundError
+from ..storage import PathNotFoundError, exists
 from ..transports import FileView
 from .capture import Capture, LeftOut
 from .decode import slice_batches
@@ -59,15 +59,14 @@ def _unless_gone(load: Load, batches: Callable[[], Iterator[pa.RecordBatch]],
                  instead: Callable[[str], Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
     """A part's ``batches()``, until a file it reads turns out removed since planning: with
     option ignoreMissingFiles the part ends there (logged, as Spark logs the files it skips) with
-    what ``instead`` gives for the text saying so; without it, the PathNotFoundError is raised."""
+    what ``instead`` gives for the error's problem; without it, the PathNotFoundError is raised."""
     try:
         yield from batches()
     except PathNotFoundError as e:
         if not load.options.ignore_missing_files:
             raise
-        text = f"{e.problem}: left out of the read (option ignoreMissingFiles)"
-        _LOG.warning("%s", text)
-        yield from instead(text)
+        _LOG.warning("%s: the rest of the partition is not read (option ignoreMissingFiles)", e.problem)
+        yield from instead(e.problem)
 
 
 # -- the dataset view ------------------------------------------------------------------------
@@ -85,17 +84,17 @@ class CorruptRows(Part):
 class DatasetView(View):
     name = "dataset"
 
-    def _readable(self, load: Load) -> List[Tuple[Attachment, Recovery]]:
+    def _readable(self, load: Load, after_planning: bool = False) -> List[Tuple[Attachment, Recovery]]:
         """The chosen attachments and what can be read of each: everything (FAILFAST, which
         raises on damage), or what the trust rule proves (recovery.py)."""
-        o, capture = load.options, load.capture()
+        o, capture = load.options, load.capture(after_planning)
         chosen = select_datasets(capture, o.dataset, o.attachment, tolerant=not load.mode.raises)
         if load.mode.raises:
             return [(a, whole_run(capture, a)) for a in chosen]
         return [(a, capture.recovery(a)) for a in chosen]
 
-    def schema(self, load: Load) -> pa.Schema:
-        readable = self._readable(load)
+    def schema(self, load: Load, after_planning: bool = False) -> pa.Schema:
+        readable = self._readable(load, after_planning)
         layouts = [r.layout for _, r in readable if r.layout is not None]
         if not layouts:
             load.mode.nothing_trusted(readable[0][1].lost[0])
@@ -126,7 +125,7 @@ class DatasetView(View):
             return coalesced((batch for one in part.slices for batch in self._slice(one, load)),
                              load.options.batch_rows)
         if isinstance(part, CorruptRows):
-            return load.mode.report(self.schema(load), part.texts)
+            return load.mode.report(self.schema(load, after_planning=True), part.texts)
         assert isinstance(part, DatasetSlice)
         return self._slice(part, load)
 
@@ -143,7 +142,7 @@ class DatasetView(View):
         def lost(text: str) -> Iterator[pa.RecordBatch]:
             return mode.report(mode.schema(arrow_schema(part.layout, o.temporal), self.name),
                                [f"{part.name}: observations {part.first_row + read + 1} to {part.last_row} not "
-                                f"read: {text}"])
+                                f"read (option ignoreMissingFiles): {text}"])
 
         bad_rows = None if mode.raises else mode.lost_rows
         return _unless_gone(load, lambda: counted(slice_batches(part, o.batch_rows, o.temporal,
@@ -245,7 +244,8 @@ class FilesView(View):
             return (load.mode.good(batch) for batch in _batches(table, load))
 
         def gone(text: str) -> Iterator[pa.RecordBatch]:
-            lost = LostFile(part.key_hex, part.name, part.kind, KeptError(CmiFormatError, text, Location(), ""))
+            lost = LostFile(part.key_hex, part.name, part.kind,
+                            KeptError(CmiFormatError, f"not read (option ignoreMissingFiles): {text}", Location(), ""))
             return iter([lost.batch(load)] if load.mode.reports else [])
         return _unless_gone(load, read, gone)
 
@@ -277,9 +277,14 @@ class MessagesView(View):
             return _batches(part.table, load)
         assert isinstance(part, FilePart)
 
+        def read() -> Iterator[pa.RecordBatch]:
+            if not exists(part.path):  # removed since planning
+                raise PathNotFoundError(f"path {part.path!r} does not exist")
+            return message_batches(load.capture(after_planning=True), part.path, load.options.batch_rows)
+
         def lost(text: str) -> Iterator[pa.RecordBatch]:
             return iter(left_out_messages([LeftOut(part.path, "ignoreMissingFiles", text)]).to_batches())
-        return _unless_gone(load, lambda: message_batches(load.capture(), part.path, load.options.batch_rows), lost)
+        return _unless_gone(load, read, lost)
 
 
 class TransportFileView(View):
