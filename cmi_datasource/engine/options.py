@@ -27,6 +27,7 @@ from ..errors import CmiOptionError, not_one_of
 from ..option_table import READ, WRITE, Option, boolean, named, nonblank, one_of, text, whole_number
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, NAME_RULES
+from .. import storage
 from ..storage import local_path
 from .paths import instant, instant_text, name_matcher, resolve_paths
 from .write import WriteOptions
@@ -397,6 +398,26 @@ class SaveOptions:
     def dataset_name(self) -> str:
         return f"{self.library}.{self.member}"
 
+    def check_destination(self) -> None:
+        """The rule of a save's path: it names a folder, where each save adds one capture named
+        ``cmi-<lib>.<member>-<id><suffix>``. A file there is refused (it is no folder, and is
+        kept); so is a new path whose name ends like a capture file (``out.dmp``): the user
+        means a file, and a folder of that name would hide the capture one level down. A
+        folder of that name that exists already is used as it is."""
+        where = self.directory
+        if storage.is_file(where):
+            raise CmiOptionError(f"the path {where} is a file; df.write.format('cmi') writes a folder of captures "
+                                 f"(each save adds one): save to a folder's path")
+        name = where.rstrip("/").rsplit("/", 1)[-1].lower()
+        looks_like = next((s for s in capture_suffixes() if name.endswith(s)), None)
+        if looks_like and not storage.is_dir(where):
+            raise CmiOptionError(
+                f"the path {where} names a {looks_like} file, but df.write.format('cmi').save() takes a folder, to "
+                f"which each save adds one capture named cmi-{self.dataset_name.lower()}-<job id>"
+                f"{transports.write_format(self.transport).suffix}: save to a folder's path (for example "
+                f"{where[:len(where.rstrip('/')) - len(looks_like)]!r}), or make the folder {where} first to "
+                f"use that name")
+
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> "SaveOptions":
         given, values = _given(options, WRITE)
@@ -427,6 +448,11 @@ class SaveOptions:
                    library=library, member=member, codec=codec,
                    write_format=transports.write_format(transport.name).name,
                    transport_options=transport_given, **_held(cls, WRITE, values))
+
+
+def capture_suffixes() -> List[str]:
+    """The endings of capture files the known formats write (``.dmp``, ``.rv``, ...)."""
+    return sorted({f.suffix.lower() for t in transports.transports() for f in t.formats if f.suffix})
 
 
 # -- the documentation the table generates --------------------------------------------------------
