@@ -175,7 +175,8 @@ class UnknownCaptureFormatError(CmiFormatError):
     """No registered capture format recognises the file (see option ``format``)."""
 
     hint = ("name the format with option('format', ...) if the file is a capture in one of the known "
-            "formats, or leave the file out of the load")
+            "formats, or leave the file out of the load: option('pathGlobFilter', '*.dmp') reads only the files "
+            "whose names match, option('ignoreCorruptFiles', 'true') leaves out the files that are no capture")
 
 
 class TruncatedError(CmiFormatError):

@@ -26,7 +26,7 @@ import posixpath
 import re
 import stat
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, List, Optional, Tuple
+from typing import BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import CmiError, CmiOptionError, InputFileError, Location
 
@@ -247,7 +247,10 @@ _VERSION_KEYS = ("ETag", "VersionId", "generation", "Generation", "etag")
 
 def identity(path: str) -> Identity:
     if not is_remote(path):
-        stat = os.stat(local_path(path))
+        try:
+            stat = os.stat(local_path(path))
+        except FileNotFoundError:  # listed, then removed: the read's race, typed
+            raise PathNotFoundError(f"path {path!r} does not exist") from None
         return Identity(os.path.abspath(local_path(path)), stat.st_size,
                         (("mtime", stat.st_mtime_ns), ("ctime", stat.st_ctime_ns), ("inode", stat.st_ino)))
     fs, inner = _split(path)
@@ -262,6 +265,32 @@ def identity(path: str) -> Identity:
         info = fs.get_file_info(inner)
         version = (("mtime", info.mtime_ns),)
     return Identity(path, size, version)
+
+
+def modification_times(paths: Sequence[str]) -> List[Optional[int]]:
+    """Each file's modification time in nanoseconds since the epoch, None for one that is gone;
+    the files of one store are asked about in one request."""
+    times: List[Optional[int]] = [None] * len(paths)
+    by_store: Dict[int, Tuple[object, List[Tuple[int, str]]]] = {}
+    for at, path in enumerate(paths):
+        if is_remote(path):
+            fs, inner = _split(path)  # one file system object per store (_filesystem_of)
+            by_store.setdefault(id(fs), (fs, []))[1].append((at, inner))
+            continue
+        try:
+            times[at] = os.stat(local_path(path)).st_mtime_ns
+        except FileNotFoundError:
+            pass
+    if by_store:
+        import pyarrow.fs as pafs
+    for fs, group in by_store.values():
+        try:
+            found = fs.get_file_info([inner for _, inner in group])  # type: ignore[attr-defined]
+        except OSError as e:
+            raise _refused(paths[group[0][0]], e, "listing") from None
+        for (at, _), info in zip(group, found):
+            times[at] = None if info.type == pafs.FileType.NotFound else info.mtime_ns
+    return times
 
 
 def _missing(fs, inner: str, given: str) -> PathNotFoundError:
@@ -379,6 +408,17 @@ def is_file(path: str) -> bool:
     if not is_remote(path):
         return os.path.isfile(local_path(path))
     return _remote_type(path) == "File"
+
+
+def exists(path: str) -> bool:
+    """Whether ``path`` names a file or a folder (a glob: whether anything can match it, left
+    to the listing)."""
+    import glob as globbing
+    if globbing.has_magic(path):
+        return True
+    if not is_remote(path):
+        return os.path.exists(local_path(path))
+    return _remote_type(path) != "NotFound"
 
 
 def _remote_type(path: str) -> str:

@@ -11,6 +11,7 @@ tables (``tables.py``, ``views.py``) work on it; it knows none of them.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,8 +21,10 @@ from ..charsets import CharsetPolicy
 from ..containers import compression_of
 from ..cmi.assembly import Assembly, Attachment, assemble, message_code_page
 from ..cmi.header import ATTACHMENT_DATASET
-from ..errors import CmiFormatError, KeptError, Location
+from ..errors import (CmiError, CmiFormatError, CompressedStreamError, InputFileError, KeptError, Location,
+                      UnknownCaptureFormatError)
 from ..messages import MessageSpan, PhysicalMessage, UnjoinedMessage
+from ..storage import PathNotFoundError
 from ..payload.sas_dataset import RECORD_OBSERVATIONS, DatasetLayout, RecordStream, read_layout, record_type_of
 from ..transports import CaptureFormat, Transport, capture_format, detect_format
 from .reread import planned_messages, reread
@@ -29,6 +32,8 @@ from .index import MESSAGES_KEPT_IN_MEMORY, file_key, indexed, scan, slim
 from .memo import KeptInMemory
 from .recovery import Recovery, recover
 from .paths import resolve_paths
+
+_LOG = logging.getLogger(__name__)
 
 
 def logical_messages(messages: Sequence[PhysicalMessage], formats: Dict[str, str]
@@ -59,17 +64,46 @@ def sequence_of(att: Attachment, location: Location) -> Optional[int]:
     return next((k for k, m in att.sequenced.items() if at(m)), None)
 
 
-def _messages_of(path: str, fmt: CaptureFormat, use_index_cache: bool, named: bool) -> List[PhysicalMessage]:
-    """The file's physical messages; when the format was named by option, not recognised, an
-    error says it may be the wrong one."""
-    messages = indexed(path, fmt) if use_index_cache else scan(path, fmt)
+def _messages_of(path: str, fmt: CaptureFormat, use_index_cache: bool) -> List[PhysicalMessage]:
+    """The file's physical messages."""
+    return list(indexed(path, fmt) if use_index_cache else scan(path, fmt))
+
+
+def _not_of_format(fmt: CaptureFormat, messages: Sequence[PhysicalMessage]) -> Optional[CmiFormatError]:
+    """For a file read in the format named by option: the error saying it may be no capture of
+    that format when nothing in it reads as one (not a damaged capture), else None."""
     first = messages[0].damage if messages else None
-    if named and first is not None and all(m.damage is not None for m in messages):
-        # Not a damaged capture: nothing in it reads as the format named.
-        e = first
-        raise e.kind(e.problem, e.location, f"the file may be no {fmt.name} capture: leave out option('format') "
-                     f"to have its format recognised from its first bytes")
-    return list(messages)
+    if first is None or any(m.damage is None for m in messages):
+        return None
+    return first.kind(first.problem, first.location, f"the file may be no {fmt.name} capture: leave out "
+                      f"option('format') to have its format recognised from its first bytes")
+
+
+# What makes a file corrupt for option ignoreCorruptFiles: it cannot be read as any capture (no
+# format recognises its first bytes, or none of it reads as the format named), it is no regular
+# file or the system fails to read it, or its compressed stream breaks before its format is known.
+# Damage found once a file reads as a capture is the read modes' (a CompressedStreamError then is
+# a damaged stretch, never raised here).
+CORRUPT_FILE_ERRORS = (UnknownCaptureFormatError, InputFileError, CompressedStreamError)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A file of the load left out of the read, by option ignoreCorruptFiles or ignoreMissingFiles."""
+
+    path: str
+    option: str
+    problem: str  # the error's summary
+
+    def text(self) -> str:
+        return f"{self.path} left out of the read (option {self.option}): {self.problem}"
+
+
+def left_out(path: str, option: str, error: CmiError) -> LeftOut:
+    """What is kept of a file left out; logged, as Spark's file sources log the files they skip."""
+    found = LeftOut(path, option, getattr(error, "problem", str(error)))
+    _LOG.warning("%s", found.text())
+    return found
 
 
 @dataclass(frozen=True)
@@ -81,6 +115,7 @@ class Capture:
     unjoined: List[UnjoinedMessage] = field(default_factory=list)
     formats: Dict[str, str] = field(default_factory=dict)  # capture format name of each file
     compressed: FrozenSet[str] = frozenset()  # the files that are compressed streams (containers.py)
+    left_out: Tuple[LeftOut, ...] = ()  # files of the load not read (options ignoreCorruptFiles, ignoreMissingFiles)
     # Memos of what is read from the attachments (pure functions of the load).
     _layouts: Dict[bytes, Union[Tuple[DatasetLayout, Optional[RecordStream]], KeptError]] = field(
         default_factory=dict, compare=False, repr=False)
@@ -89,22 +124,57 @@ class Capture:
     @classmethod
     def open(cls, paths: Iterable[str], charsets: CharsetPolicy = CharsetPolicy(),
              use_index_cache: bool = True, format: Optional[str] = None,
-             options: Iterable[Tuple[str, str]] = ()) -> "Capture":
+             options: Iterable[Tuple[str, str]] = (), ignore_corrupt: bool = False,
+             ignore_missing: bool = False) -> "Capture":
         """The capture files under ``paths``, through their cached message indexes; ``format``
         names the capture format of every file instead of recognising each by its first bytes;
-        ``options``: the load's "<transport>.<name>" options, for the formats that read them."""
+        ``options``: the load's "<transport>.<name>" options, for the formats that read them;
+        ``ignore_corrupt``, ``ignore_missing``: options ignoreCorruptFiles and ignoreMissingFiles."""
         if isinstance(paths, str):
             paths = [paths]
-        files = resolve_paths(paths)
+        return cls.of_files(resolve_paths(paths), charsets, use_index_cache, format, options, ignore_corrupt,
+                            ignore_missing)
+
+    @classmethod
+    def of_files(cls, files: Sequence[str], charsets: CharsetPolicy = CharsetPolicy(),
+                 use_index_cache: bool = True, format: Optional[str] = None,
+                 options: Iterable[Tuple[str, str]] = (), ignore_corrupt: bool = False,
+                 ignore_missing: bool = False) -> "Capture":
+        """``open`` of files already resolved. A file that is no capture (``CORRUPT_FILE_ERRORS``)
+        is left out with ``ignore_corrupt``, one gone with ``ignore_missing``; when that leaves
+        nothing, the first file's error is raised (there is nothing to read)."""
         given = dict(options)
-        chosen: Dict[str, CaptureFormat] = {
-            f: (capture_format(format) if format else detect_format(f)).configured(given) for f in files}
-        messages = [m for f in files for m in _messages_of(f, chosen[f], use_index_cache, named=bool(format))]
-        formats = {f: chosen[f].name for f in files}
+        chosen: Dict[str, CaptureFormat] = {}
+        messages: List[PhysicalMessage] = []
+        skipped: List[Tuple[LeftOut, CmiError]] = []
+        for f in files:
+            wrong: Optional[CmiFormatError] = None
+            try:
+                fmt = (capture_format(format) if format else detect_format(f)).configured(given)
+                found = _messages_of(f, fmt, use_index_cache)
+                wrong = _not_of_format(fmt, found) if format else None
+                if wrong is not None:
+                    raise wrong
+            except PathNotFoundError as e:
+                if not ignore_missing:
+                    raise
+                skipped.append((left_out(f, "ignoreMissingFiles", e), e))
+                continue
+            except CmiFormatError as e:
+                if not ignore_corrupt or not (isinstance(e, CORRUPT_FILE_ERRORS) or e is wrong):
+                    raise
+                skipped.append((left_out(f, "ignoreCorruptFiles", e), e))
+                continue
+            chosen[f] = fmt
+            messages.extend(found)
+        if skipped and not chosen:
+            raise skipped[0][1]
+        formats = {f: fmt.name for f, fmt in chosen.items()}
         logical, unjoined = logical_messages(messages, formats)
         logical = [slim(m) if m.parts else m for m in logical]
-        compressed = frozenset(f for f in files if compression_of(f) is not None)
-        return cls(files, messages, assemble(logical, charsets, unjoined), charsets, unjoined, formats, compressed)
+        compressed = frozenset(f for f in chosen if compression_of(f) is not None)
+        return cls(list(chosen), messages, assemble(logical, charsets, unjoined), charsets, unjoined, formats,
+                   compressed, tuple(lost for lost, _ in skipped))
 
     @property
     def attachments(self) -> List[Attachment]:
@@ -191,6 +261,17 @@ _OPEN: KeptInMemory[Capture] = KeptInMemory(4, MESSAGES_KEPT_IN_MEMORY, lambda c
 _HELD: Optional[Dict[tuple, Capture]] = None
 
 
+def _identity_or_gone(path: str, ignore_missing: bool) -> tuple:
+    """``file_key``; for a file removed since it was listed, with ``ignore_missing``, a key
+    saying so (``Capture.of_files`` then leaves it out)."""
+    try:
+        return file_key(path)
+    except PathNotFoundError:
+        if not ignore_missing:
+            raise
+        return (path, "gone")
+
+
 @contextlib.contextmanager
 def held_open() -> Iterator[None]:
     """Captures opened inside the block stay open until it ends, whatever their size: one
@@ -207,16 +288,20 @@ def held_open() -> Iterator[None]:
 
 
 def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[str] = None,
-                options: Tuple[Tuple[str, str], ...] = (), **file_filters: Any) -> Capture:
+                options: Tuple[Tuple[str, str], ...] = (), ignore_corrupt: bool = False,
+                **file_filters: Any) -> Capture:
     """``Capture.open``, reused within one process (a Spark Python worker plans and reads many
     times). The key holds each file's identity (size, mtime, a CRC of its ends), so a changed
     file is read again. ``file_filters``: which files under ``paths`` are read
-    (``ReadOptions.file_filters``)."""
+    (``ReadOptions.file_filters``; its ``ignore_missing`` also goes to ``Capture.of_files``)."""
     files = resolve_paths(paths, **file_filters)
-    key = (tuple(file_key(f) for f in files), charsets, format, tuple(options))
+    ignore_missing = bool(file_filters.get("ignore_missing"))
+    key = (tuple(_identity_or_gone(f, ignore_missing) for f in files), charsets, format, tuple(options),
+           ignore_corrupt, ignore_missing)
     capture = _OPEN.get(key) or (_HELD or {}).get(key)
     if capture is None:
-        capture = _OPEN.put(key, Capture.open(files, charsets, format=format, options=options))
+        capture = _OPEN.put(key, Capture.of_files(files, charsets, True, format, options, ignore_corrupt,
+                                                  ignore_missing))
     if _HELD is not None:
         _HELD[key] = capture
     return capture

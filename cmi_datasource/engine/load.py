@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import List, Optional, Sequence
 
 from ..messages import PhysicalMessage
+from ..storage import exists
 from .capture import Capture, open_cached
 from .modes import ReadMode, read_mode
 from .options import ReadOptions
@@ -27,11 +28,17 @@ class Load:
     def mode(self) -> ReadMode:
         return read_mode(self.options)
 
-    def capture(self) -> Capture:
+    def capture(self, after_planning: bool = False) -> Capture:
+        """The load's capture; ``after_planning``: opened again where a partition is read, when
+        a path planning found may have been removed since (option ignoreMissingFiles leaves it out)."""
         if self.given is not None:
             return self.given
         o = self.options
-        return open_cached(o.paths, o.charsets, o.format, o.transport_options, **o.file_filters())
+        paths = o.paths
+        if after_planning and o.ignore_missing_files:
+            paths = tuple(p for p in paths if exists(p)) or paths  # none left: the error says which
+        return open_cached(paths, o.charsets, o.format, o.transport_options, o.ignore_corrupt_files,
+                           **o.file_filters())
 
     def held(self, planned: Sequence[PlannedMessage]) -> Optional[List[PhysicalMessage]]:
         """The planned messages when the capture holds them in memory (a capture given whole),

@@ -27,8 +27,9 @@ from ..errors import CmiOptionError, not_one_of
 from ..option_table import READ, WRITE, Option, boolean, named, nonblank, one_of, text, whole_number
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, NAME_RULES
+from .. import storage
 from ..storage import local_path
-from .paths import name_matcher, resolve_paths
+from .paths import instant, instant_text, name_matcher, resolve_paths
 from .write import WriteOptions
 
 # Room for a header with a few attachments and any one variable definition.
@@ -183,6 +184,26 @@ OPTIONS: Tuple[Option, ...] = (
           "as in Spark's file sources: `*`, `?`, `[abc]`, `[^abc]` and `{a,b}` alternatives, case-sensitive "
           "(`*.dmp`, `*.{dmp,rv}`). A file named in `load()` (or matched by its glob) is read whatever its name.",
           field="path_glob_filter"),
+    _read("modifiedBefore", instant, "Read only the files last modified before this time, as in Spark's file "
+          "sources: an ISO 8601 timestamp (`2020-06-01T13:00:00`, `2020-06-01 13:00:00`, `2020-06-01`), in UTC "
+          "unless it ends with an offset (`Z`, `+02:00`). Spark's sources take the session time zone, which a "
+          "Python data source cannot see. As in Spark, it applies to files named in `load()` too.",
+          field="modified_before"),
+    _read("modifiedAfter", instant, "Read only the files last modified after this time (written as for "
+          "`modifiedBefore`); it applies to files named in `load()` too.", field="modified_after"),
+    _read("ignoreCorruptFiles", boolean, "`true`: a file that is no capture is left out of the read instead of "
+          "failing it: one no capture format recognises (a stray `notes.txt`; or, with option `format`, one "
+          "nothing of which reads as that format), one that is no regular file or that the system fails to read, "
+          "a compressed file whose stream breaks before its format is known. Each is logged and shown in the "
+          "`messages` and `attachments` views, and in `PERMISSIVE`'s corrupt-record rows. Damage inside a "
+          "capture is no corrupt file: option `mode` decides about it. Spark's session conf "
+          "`spark.sql.files.ignoreCorruptFiles` does not reach a Python data source: set the option.", False,
+          field="ignore_corrupt_files"),
+    _read("ignoreMissingFiles", boolean, "`true`: a file listed while planning and gone when it is opened or read "
+          "(removed by another process) is left out instead of failing the read; the rows a partition would have "
+          "read from it are reported by `PERMISSIVE`'s corrupt-record rows. A path given to `load()` that names "
+          "nothing still fails, as in Spark. Spark's session conf `spark.sql.files.ignoreMissingFiles` does not "
+          "reach a Python data source: set the option.", False, field="ignore_missing_files"),
 
     _write("dataset", _write_dataset, "Library and member name of the attachment (SAS names).", ("WORK", "DATA"),
            "WORK.DATA"),
@@ -301,6 +322,10 @@ class ReadOptions:
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES  # what one record of a capture may take (containers.py)
     path_glob_filter: Optional[str] = None  # the names of the files read in directories match it (paths.py)
     recursive_file_lookup: bool = True  # directories read with their subdirectories (paths.py)
+    modified_before: Optional[int] = None  # nanoseconds since the epoch: files modified before it (paths.py)
+    modified_after: Optional[int] = None  # nanoseconds since the epoch: files modified after it (paths.py)
+    ignore_corrupt_files: bool = False  # a file that is no capture is left out (capture.py)
+    ignore_missing_files: bool = False  # a file gone between listing and reading is left out (paths, capture, views)
 
     # The parsers read the bound of their process (containers.max_record_bytes): options made here,
     # or unpickled in a Spark worker, set it there.
@@ -314,7 +339,9 @@ class ReadOptions:
     def file_filters(self) -> Dict[str, Any]:
         """The options that choose the files read under the paths, as ``paths.resolve_paths``
         takes them (the one place that knows which options those are)."""
-        return {"name_glob": self.path_glob_filter, "recursive": self.recursive_file_lookup}
+        return {"name_glob": self.path_glob_filter, "recursive": self.recursive_file_lookup,
+                "modified_before": self.modified_before, "modified_after": self.modified_after,
+                "ignore_missing": self.ignore_missing_files}
 
     def files(self) -> List[str]:
         """The capture files of the read: its paths, resolved with its file filters."""
@@ -332,6 +359,10 @@ class ReadOptions:
             raise CmiOptionError("no path given: spark.read.format('cmi').load('<dump file, directory or glob>'); "
                                  "a catalog table (CREATE TABLE ... USING cmi) cannot stand in for it: Spark 4.3 "
                                  "hands a Python data source none of a table's options when it is read")
+        before, after = values["modifiedBefore"], values["modifiedAfter"]
+        if before is not None and after is not None and before <= after:
+            raise CmiOptionError(f"options modifiedBefore ({instant_text(before)}) and modifiedAfter "
+                                 f"({instant_text(after)}) leave no time a file could have been modified in")
         return cls(paths=paths, charsets=CharsetPolicy(values["defaultCcsid"], values["ccsid"]),
                    transport_options=_transport_given(given), **_held(cls, READ, values))
 
@@ -367,6 +398,26 @@ class SaveOptions:
     def dataset_name(self) -> str:
         return f"{self.library}.{self.member}"
 
+    def check_destination(self) -> None:
+        """The rule of a save's path: it names a folder, where each save adds one capture named
+        ``cmi-<lib>.<member>-<id><suffix>``. A file there is refused (it is no folder, and is
+        kept); so is a new path whose name ends like a capture file (``out.dmp``): the user
+        means a file, and a folder of that name would hide the capture one level down. A
+        folder of that name that exists already is used as it is."""
+        where = self.directory
+        if storage.is_file(where):
+            raise CmiOptionError(f"the path {where} is a file; df.write.format('cmi') writes a folder of captures "
+                                 f"(each save adds one): save to a folder's path")
+        name = where.rstrip("/").rsplit("/", 1)[-1].lower()
+        looks_like = next((s for s in capture_suffixes() if name.endswith(s)), None)
+        if looks_like and not storage.is_dir(where):
+            raise CmiOptionError(
+                f"the path {where} names a {looks_like} file, but df.write.format('cmi').save() takes a folder, to "
+                f"which each save adds one capture named cmi-{self.dataset_name.lower()}-<job id>"
+                f"{transports.write_format(self.transport).suffix}: save to a folder's path (for example "
+                f"{where[:len(where.rstrip('/')) - len(looks_like)]!r}), or make the folder {where} first to "
+                f"use that name")
+
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> "SaveOptions":
         given, values = _given(options, WRITE)
@@ -397,6 +448,11 @@ class SaveOptions:
                    library=library, member=member, codec=codec,
                    write_format=transports.write_format(transport.name).name,
                    transport_options=transport_given, **_held(cls, WRITE, values))
+
+
+def capture_suffixes() -> List[str]:
+    """The endings of capture files the known formats write (``.dmp``, ``.rv``, ...)."""
+    return sorted({f.suffix.lower() for t in transports.transports() for f in t.formats if f.suffix})
 
 
 # -- the documentation the table generates --------------------------------------------------------

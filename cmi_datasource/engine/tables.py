@@ -15,7 +15,7 @@ from ..messages import PhysicalMessage
 from ..payload.external_file import read_external_file
 from ..payload.sas_dataset import record_type_of
 from ..transports import capture_format, transports
-from .capture import Capture
+from .capture import Capture, LeftOut
 from .plan import AttachmentPlan
 from .reread import reread
 
@@ -99,6 +99,8 @@ def attachments_table(capture: Capture) -> pa.Table:
                      "found_messages": 0, "duplicate_messages": broken.duplicate_messages,
                      "observations": None, "variables": None, "label": None, "message": None,
                      "problem": broken.problem, "source": broken.message.source})
+    for lost in capture.left_out:  # files the read left out: no attachment of them is known
+        rows.append({"complete": False, "found_messages": 0, "problem": lost.text(), "source": lost.path})
     return pa.Table.from_pylist(rows, schema=ATTACHMENTS_SCHEMA)
 
 
@@ -161,6 +163,12 @@ def message_batches(capture: Capture, source: Optional[str] = None, batch_rows: 
                 for m, payload in zip(group, _payloads(capture, group))]
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
         start = stop
+
+
+def left_out_messages(left_out: Sequence[LeftOut]) -> pa.Table:
+    """The messages view's row for each file the read left out: its path and why."""
+    return pa.Table.from_pylist([{"source": lost.path, "problem": lost.text()} for lost in left_out],
+                                schema=messages_schema())
 
 
 def messages_table(capture: Capture, source: Optional[str] = None) -> pa.Table:

@@ -6,18 +6,20 @@ through the seam (``Transport.views``).
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 
 import pyarrow as pa
 
 from .. import transports
 from ..arrow.batches import coalesced
 from ..cmi.assembly import Attachment
-from ..errors import CmiFormatError, KeptError, not_one_of
+from ..errors import CmiFormatError, KeptError, Location, not_one_of
 from ..payload.sas_dataset import arrow_schema
+from ..storage import PathNotFoundError, exists
 from ..transports import FileView
-from .capture import Capture
+from .capture import Capture, LeftOut
 from .decode import slice_batches
 from .load import Load
 from .plan import (AttachmentPlan, DatasetSlice, Part, SlicePack, attachment_plan, dataset_slices, pack_slices,
@@ -25,7 +27,9 @@ from .plan import (AttachmentPlan, DatasetSlice, Part, SlicePack, attachment_pla
 from .recovery import Recovery
 from .selection import check_undamaged, check_unplaced_damage, select_datasets
 from .tables import (ATTACHMENTS_SCHEMA, FILES_SCHEMA, VARIABLES_SCHEMA, attachments_table, files_table,
-                     message_batches, messages_schema, variables_table)
+                     left_out_messages, message_batches, messages_schema, variables_table)
+
+_LOG = logging.getLogger(__name__)
 
 
 class View:
@@ -51,6 +55,20 @@ def _batches(table: pa.Table, load: Load) -> Iterator[pa.RecordBatch]:
     return iter(table.to_batches(max_chunksize=load.options.batch_rows))
 
 
+def _unless_gone(load: Load, batches: Callable[[], Iterator[pa.RecordBatch]],
+                 instead: Callable[[str], Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
+    """A part's ``batches()``, until a file it reads turns out removed since planning: with
+    option ignoreMissingFiles the part ends there (logged, as Spark logs the files it skips) with
+    what ``instead`` gives for the error's problem; without it, the PathNotFoundError is raised."""
+    try:
+        yield from batches()
+    except PathNotFoundError as e:
+        if not load.options.ignore_missing_files:
+            raise
+        _LOG.warning("%s: the rest of the partition is not read (option ignoreMissingFiles)", e.problem)
+        yield from instead(e.problem)
+
+
 # -- the dataset view ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -66,17 +84,17 @@ class CorruptRows(Part):
 class DatasetView(View):
     name = "dataset"
 
-    def _readable(self, load: Load) -> List[Tuple[Attachment, Recovery]]:
+    def _readable(self, load: Load, after_planning: bool = False) -> List[Tuple[Attachment, Recovery]]:
         """The chosen attachments and what can be read of each: everything (FAILFAST, which
         raises on damage), or what the trust rule proves (recovery.py)."""
-        o, capture = load.options, load.capture()
+        o, capture = load.options, load.capture(after_planning)
         chosen = select_datasets(capture, o.dataset, o.attachment, tolerant=not load.mode.raises)
         if load.mode.raises:
             return [(a, whole_run(capture, a)) for a in chosen]
         return [(a, capture.recovery(a)) for a in chosen]
 
-    def schema(self, load: Load) -> pa.Schema:
-        readable = self._readable(load)
+    def schema(self, load: Load, after_planning: bool = False) -> pa.Schema:
+        readable = self._readable(load, after_planning)
         layouts = [r.layout for _, r in readable if r.layout is not None]
         if not layouts:
             load.mode.nothing_trusted(readable[0][1].lost[0])
@@ -94,7 +112,7 @@ class DatasetView(View):
         parts: List[Part] = list(pack_slices([part for a, r in readable if r.layout is not None
                                               for part in dataset_slices(capture, a, r, target)],
                                              target, o.max_partition_bytes, o.min_partitions))
-        texts = tuple(lost.text() for _, r in readable for lost in r.lost)
+        texts = tuple(f.text() for f in capture.left_out) + tuple(lost.text() for _, r in readable for lost in r.lost)
         if load.mode.reports and texts:
             parts.append(CorruptRows(texts))
         return parts
@@ -107,14 +125,28 @@ class DatasetView(View):
             return coalesced((batch for one in part.slices for batch in self._slice(one, load)),
                              load.options.batch_rows)
         if isinstance(part, CorruptRows):
-            return load.mode.report(self.schema(load), part.texts)
+            return load.mode.report(self.schema(load, after_planning=True), part.texts)
         assert isinstance(part, DatasetSlice)
         return self._slice(part, load)
 
     def _slice(self, part: DatasetSlice, load: Load) -> Iterator[pa.RecordBatch]:
         o, mode = load.options, load.mode
-        return slice_batches(part, o.batch_rows, o.temporal, load.held(part.messages),
-                             bad_rows=None if mode.raises else mode.lost_rows)
+        read = 0
+
+        def counted(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            nonlocal read
+            for batch in batches:
+                read += batch.num_rows
+                yield batch
+
+        def lost(text: str) -> Iterator[pa.RecordBatch]:
+            return mode.report(mode.schema(arrow_schema(part.layout, o.temporal), self.name),
+                               [f"{part.name}: observations {part.first_row + read + 1} to {part.last_row} not "
+                                f"read (option ignoreMissingFiles): {text}"])
+
+        bad_rows = None if mode.raises else mode.lost_rows
+        return _unless_gone(load, lambda: counted(slice_batches(part, o.batch_rows, o.temporal,
+                                                                load.held(part.messages), bad_rows)), lost)
 
 
 # -- listings built while planning ---------------------------------------------------------------
@@ -201,13 +233,21 @@ class FilesView(View):
         if isinstance(part, LostFile):
             return iter([part.batch(load)])
         assert isinstance(part, AttachmentPlan)
-        try:
-            table = files_table([part], [load.held(part.messages)])
-        except CmiFormatError as e:
-            error = e.within(part.key_hex, part.sequence_of(e.location))
-            lost = LostFile(part.key_hex, part.name, part.kind, KeptError.of(error))
-            return load.mode.failed(error, lambda: lost.batch(load))
-        return (load.mode.good(batch) for batch in _batches(table, load))
+
+        def read() -> Iterator[pa.RecordBatch]:
+            try:
+                table = files_table([part], [load.held(part.messages)])
+            except CmiFormatError as e:
+                error = e.within(part.key_hex, part.sequence_of(e.location))
+                lost = LostFile(part.key_hex, part.name, part.kind, KeptError.of(error))
+                return load.mode.failed(error, lambda: lost.batch(load))
+            return (load.mode.good(batch) for batch in _batches(table, load))
+
+        def gone(text: str) -> Iterator[pa.RecordBatch]:
+            lost = LostFile(part.key_hex, part.name, part.kind,
+                            KeptError(CmiFormatError, f"not read (option ignoreMissingFiles): {text}", Location(), ""))
+            return iter([lost.batch(load)] if load.mode.reports else [])
+        return _unless_gone(load, read, gone)
 
 
 # -- one partition per capture file ---------------------------------------------------------------
@@ -226,11 +266,25 @@ class MessagesView(View):
         return messages_schema()
 
     def plan(self, load: Load) -> List[Part]:
-        return [FilePart(path) for path in load.capture().paths]
+        """A part per file read, and the files the read left out (options ignoreCorruptFiles,
+        ignoreMissingFiles) in a row each."""
+        capture = load.capture()
+        left_out: List[Part] = [TablePart(left_out_messages(capture.left_out))] if capture.left_out else []
+        return [FilePart(path) for path in capture.paths] + left_out
 
     def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
+        if isinstance(part, TablePart):
+            return _batches(part.table, load)
         assert isinstance(part, FilePart)
-        return message_batches(load.capture(), part.path, load.options.batch_rows)
+
+        def read() -> Iterator[pa.RecordBatch]:
+            if not exists(part.path):  # removed since planning
+                raise PathNotFoundError(f"path {part.path!r} does not exist")
+            return message_batches(load.capture(after_planning=True), part.path, load.options.batch_rows)
+
+        def lost(text: str) -> Iterator[pa.RecordBatch]:
+            return iter(left_out_messages([LeftOut(part.path, "ignoreMissingFiles", text)]).to_batches())
+        return _unless_gone(load, read, lost)
 
 
 class TransportFileView(View):

@@ -116,10 +116,7 @@ class CmiWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
         self.arrow_schema = _arrow_schema_with_metadata(schema)
         self.job_id = uuid.uuid4().hex
-        if storage.is_file(options.directory):
-            # The destination is a folder of dumps (each job adds its own): a file there is not one.
-            raise CmiOptionError(f"the path {options.directory} is a file; df.write.format('cmi') writes a folder "
-                                 f"of captures (each job adds one): save to a folder's path")
+        options.check_destination()  # a folder of captures, each job adding its own
         self.destination_existed = storage.is_dir(options.directory)
         self.staging = storage.join(options.directory, STAGING_DIR, self.job_id)
         codepage = code_page(self.options.codec.ccsid)

@@ -129,7 +129,7 @@ def test_one_planning_step_opens_a_heavy_load_once(queue_export, tmp_path, monke
     monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
     monkeypatch.setattr(capture, "_OPEN", KeptInMemory(4, 1, lambda c: len(c.messages)))
     opened = []
-    real_open = capture.Capture.open
-    monkeypatch.setattr(capture.Capture, "open", lambda *a, **k: opened.append(1) or real_open(*a, **k))
+    real_open = capture.Capture.of_files
+    monkeypatch.setattr(capture.Capture, "of_files", lambda *a, **k: opened.append(1) or real_open(*a, **k))
     planned.schema(load(path=queue_export))
     assert len(opened) == 1 and len(capture._OPEN) == 0  # and not kept after

@@ -280,3 +280,42 @@ def test_check_schema_returns_the_names_to_write():
                         ("e", pa.time64("us")), ("f", pa.bool_()), ("g", pa.decimal128(38, 2))])
     assert check_schema(schema, "upcase", UTF8) == ["A", "B", "C", "D", "E", "F", "G"]
     assert check_schema(schema, "v7", UTF8) == list("abcdefg")
+
+
+# -- the destination: a folder of captures (issue 28) -----------------------------------------------
+
+def _destination_refused(path: str, **options) -> str:
+    from cmi_datasource.engine.options import SaveOptions
+    from cmi_datasource.errors import CmiOptionError
+    with pytest.raises(CmiOptionError) as raised:
+        SaveOptions.parse({"path": path, **options}).check_destination()
+    return str(raised.value)
+
+
+@pytest.mark.parametrize("name, suffix", [("x.dmp", ".dmp"), ("X.DMP", ".dmp"), ("night.rv", ".rv"),
+                                          ("feed.mqtt/", ".mqtt")])
+def test_a_new_path_named_like_a_capture_file_is_refused_naming_the_rule(tmp_path, name, suffix):
+    text = _destination_refused(str(tmp_path / name) + ("/" if name.endswith("/") else ""))
+    assert f"names a {suffix} file, but df.write.format('cmi').save() takes a folder" in text
+    assert "each save adds one capture named cmi-work.data-<job id>.dmp" in text
+    assert f"(for example {str(tmp_path / name.rstrip('/')[:-len(suffix)])!r})" in text
+    assert list(tmp_path.iterdir()) == []  # nothing made
+
+
+def test_the_capture_named_follows_the_transport(tmp_path):
+    assert "cmi-fin.sales-<job id>.rv" in _destination_refused(str(tmp_path / "x.rv"), transport="tibrv",
+                                                                 dataset="FIN.SALES")
+
+
+def test_an_existing_folder_of_that_name_and_plain_folders_are_destinations(tmp_path):
+    from cmi_datasource.engine.options import SaveOptions
+    (tmp_path / "kept.dmp").mkdir()
+    for path in (tmp_path / "kept.dmp", tmp_path / "outbound", tmp_path / "new" / "daily"):
+        SaveOptions.parse({"path": str(path)}).check_destination()
+
+
+def test_an_existing_file_is_refused(tmp_path):
+    (tmp_path / "notes").write_text("kept")
+    assert "is a file; df.write.format('cmi') writes a folder of captures" in _destination_refused(
+        str(tmp_path / "notes"))
+    assert (tmp_path / "notes").read_text() == "kept"
