@@ -315,8 +315,8 @@ def list_capture_files(given: str, recursive: bool = True,
                        name_matches: Optional[Callable[[str], bool]] = None) -> List[str]:
     """The files ``given`` names: itself, the visible files below it when it is a directory
     (at any depth, in name order; only its own files when not ``recursive``), or those a glob
-    matches (a directory it matches read as one given). ``name_matches`` decides on the names of
-    the files found in directories; a file named (or matched by a glob) is read as named.
+    matches (a directory it matches read as one given). ``name_matches`` decides on the name of
+    every file, named ones too (as Spark's file sources apply pathGlobFilter).
     Raises CmiOptionError when nothing is there."""
     name_matches = name_matches or _any_name
     if not is_remote(given):
@@ -334,7 +334,7 @@ def list_capture_files(given: str, recursive: bool = True,
     try:
         info = fs.get_file_info(base)
         if info.type == pafs.FileType.File and not magic:
-            return [given]
+            return [given] if name_matches(posixpath.basename(inner)) else []
         if info.type == pafs.FileType.NotFound and not magic:
             raise _missing(fs, inner, given)
         found = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
@@ -352,7 +352,7 @@ def list_capture_files(given: str, recursive: bool = True,
         if magic and not fnmatch.fnmatchcase(entry.path, inner):
             continue
         in_directory = len(below) - named_depth
-        if in_directory > 0 and not ((recursive or in_directory == 1) and name_matches(below[-1])):
+        if not name_matches(below[-1]) or (in_directory > 1 and not recursive):
             continue
         files.append(_uri(given, entry.path))
     if magic and not files:
@@ -376,7 +376,8 @@ def _list_local(given: str, recursive: bool, name_matches: Callable[[str], bool]
                 dirs[:] = sorted(d for d in dirs if _visible(d)) if recursive else []
                 found.extend(os.path.join(root, f) for f in sorted(files) if _visible(f) and name_matches(f))
         elif os.path.isfile(path):
-            found.append(path)
+            if name_matches(os.path.basename(path)):
+                found.append(path)
         elif os.path.exists(path):  # a FIFO would block the read, a device never end it
             raise InputFileError(f"{path!r} is {_kind_of(path)}, not a regular file: a capture is read from a file",
                                  Location(path))

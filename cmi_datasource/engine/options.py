@@ -180,9 +180,9 @@ OPTIONS: Tuple[Option, ...] = (
     _read("recursiveFileLookup", boolean, "`true`: a directory in `load()` is read with the files of all its "
           "subdirectories, at any depth; `false`: only its own files. Either way, names starting with `_` or `.` "
           "are skipped.", True, field="recursive_file_lookup"),
-    _read("pathGlobFilter", _name_glob, "Read only the files found in directories whose names match this glob, "
-          "as in Spark's file sources: `*`, `?`, `[abc]`, `[^abc]` and `{a,b}` alternatives, case-sensitive "
-          "(`*.dmp`, `*.{dmp,rv}`). A file named in `load()` (or matched by its glob) is read whatever its name.",
+    _read("pathGlobFilter", _name_glob, "Read only the files whose names match this glob, as in Spark's file "
+          "sources: `*`, `?`, `[abc]`, `[^abc]` and `{a,b}` alternatives, case-sensitive (`*.dmp`, "
+          "`*.{dmp,rv}`). As in Spark, it applies to files named in `load()` too.",
           field="path_glob_filter"),
     _read("modifiedBefore", instant, "Read only the files last modified before this time, as in Spark's file "
           "sources: an ISO 8601 timestamp (`2020-06-01T13:00:00`, `2020-06-01 13:00:00`, `2020-06-01`), in UTC "

@@ -18,10 +18,10 @@ def resolve_paths(paths: Iterable[str], name_glob: Optional[str] = None, recursi
                   modified_before: Optional[int] = None, modified_after: Optional[int] = None,
                   ignore_missing: bool = False) -> List[str]:
     """Every capture file the paths name (directories walked, globs matched, hidden names
-    skipped), each once, in the order given. In directories only the files whose names match
-    ``name_glob`` (option pathGlobFilter), and only their own files when not ``recursive``
-    (option recursiveFileLookup); a file named is read as named. Every file, named ones too
-    (as Spark's file sources do), is kept only when it was modified before ``modified_before``
+    skipped), each once, in the order given: only the files whose names match ``name_glob``
+    (option pathGlobFilter), and in directories only their own files when not ``recursive``
+    (option recursiveFileLookup). Every file, named ones too (as Spark's file sources do), is
+    kept only when it was modified before ``modified_before``
     and after ``modified_after`` (nanoseconds since the epoch; options modifiedBefore and
     modifiedAfter); a file gone by the time its time is asked is left out with
     ``ignore_missing`` (option ignoreMissingFiles), else a PathNotFoundError."""

@@ -155,9 +155,12 @@ def test_path_glob_filter_changes_what_a_view_reads(samples_dir):
     assert formats(pathGlobFilter="nightly_*") == {"nightly_batch.dmp"}
 
 
-def test_a_file_named_is_read_whatever_the_filter(samples_dir):
+def test_the_filter_applies_to_a_file_named_too_as_in_spark(samples_dir):
+    # spark.read.option("pathGlobFilter", "*.dmp").text(".../tibrv_capture.rv") reads no file.
     named = os.path.join(samples_dir, "tibrv_capture.rv")
-    assert _files(path=named, pathGlobFilter="*.dmp") == ["tibrv_capture.rv"]
+    assert _files(path=named, pathGlobFilter="*.rv") == ["tibrv_capture.rv"]
+    with pytest.raises(PathNotFoundError, match="whose names match pathGlobFilter"):
+        _files(path=named, pathGlobFilter="*.dmp")
 
 
 def test_the_two_options_together(nested):
