@@ -80,7 +80,7 @@ class DatasetView(View):
         layouts = [r.layout for _, r in readable if r.layout is not None]
         if not layouts:
             load.mode.nothing_trusted(readable[0][1].lost[0])
-        return load.mode.schema(arrow_schema(layouts[0], load.options.temporal) if layouts else pa.schema([]),
+        return load.mode.schema(arrow_schema(layouts[0], load.options.temporal_types) if layouts else pa.schema([]),
                                 self.name)
 
     def plan(self, load: Load) -> List[Part]:
@@ -113,7 +113,7 @@ class DatasetView(View):
 
     def _slice(self, part: DatasetSlice, load: Load) -> Iterator[pa.RecordBatch]:
         o, mode = load.options, load.mode
-        return slice_batches(part, o.batch_rows, o.temporal, load.held(part.messages),
+        return slice_batches(part, o.batch_rows, o.temporal_types, load.held(part.messages),
                              bad_rows=None if mode.raises else mode.lost_rows)
 
 
