@@ -438,7 +438,7 @@ class ObservationDecoder:
         if bad >= 0:
             raise ValueConversionError(
                 f"variable {variable.name} ({variable.format}), observation {first_row + bad + 1}: "
-                f"{values[bad]!r} is {_TEMPORAL_RANGES[kind]}",
+                f"{float(values[bad])!r} is {_TEMPORAL_RANGES[kind]}",
                 locate((first_row + bad) * self.layout.definition.obs_length + variable.offset))
         return from_numpy(out, arrow_type, missing)
 
