@@ -145,3 +145,11 @@ def test_intervals_are_written_back_as_time_values(tmp_path):
     back = read(path)
     assert back.select(["CUTOFF", "WAIT", "START", "FRESH"]).to_pylist() == \
         table.select(["CUTOFF", "WAIT", "START", "FRESH"]).to_pylist()
+
+
+def test_the_console_shows_times_as_sas_does_and_json_gives_their_seconds():
+    from cmi_datasource.cli.output import _json_value
+    from cmi_datasource.explore.render import cell
+    shown = [cell(dt.timedelta(seconds=s)) for s in (359280.0, -3600.5, 0.0, 45296.123456, -0.000001)]
+    assert shown == ["99:48:00", "-1:00:00.5", "0:00:00", "12:34:56.123456", "-0:00:00.000001"]
+    assert _json_value(dt.timedelta(seconds=-3600.5)) == -3600.5
