@@ -215,8 +215,9 @@ class DatasetLayoutError(CmiFormatError):
 class ValueConversionError(CmiFormatError):
     """A stored value cannot be represented in the column type chosen for it."""
 
-    hint = ("option('temporalTypes', 'false') reads dates and times as plain SAS numbers, which holds "
-            "every stored value")
+    hint = ("option('temporalTypes', 'false') reads dates, datetimes and times as plain SAS numbers, which "
+            "holds every stored value; times read as intervals (option timeType=interval, the default) hold "
+            "durations and negative times")
 
 
 class UnsupportedEncodingError(CmiFormatError):

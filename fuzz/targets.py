@@ -32,7 +32,8 @@ MEMORY_CONSTANT = 16 << 20
 # payloads separated by this line (unlikely inside real payloads, easy for a mutator to keep).
 MESSAGE_SEPARATOR = b"\n--cmi-fuzz-message--\n"
 # encoding, ccsid (big-endian ints), then a flags byte: bit 0 8-byte longs, bit 1 strings not
-# NUL-terminated, bit 2 text file / temporal types off, bits 4-7 batch rows - 1.
+# NUL-terminated, bit 2 text file / temporal types off, bit 3 SAS times as times of day (not
+# intervals), bits 4-7 batch rows - 1.
 PAYLOAD_HEAD = struct.Struct(">iiB")
 
 SOURCE = "fuzz.input"
@@ -358,7 +359,8 @@ def sas_dataset_target(data: bytes) -> None:
     decoded into Arrow batches."""
     from cmi_datasource.charsets import CharsetPolicy
     from cmi_datasource.cmi.assembly import message_code_page
-    from cmi_datasource.payload.sas_dataset import (arrow_schema, chunks_of_parts, observation_batches,
+    from cmi_datasource.payload.sas_dataset import (TIME_AS_INTERVAL, TIME_AS_TIME_OF_DAY, TemporalTypes,
+                                                    arrow_schema, chunks_of_parts, observation_batches,
                                                     read_layout)
     parsed = parse_payload_input(data)
     if parsed is None:
@@ -372,7 +374,7 @@ def sas_dataset_target(data: bytes) -> None:
         from cmi_datasource.cmi.wire import WireFormat
         wire = WireFormat()
     layout, stream = read_layout(messages, wire, lambda m: message_code_page(m, charsets))
-    temporal = not flags & 4
+    temporal = TemporalTypes(not flags & 4, TIME_AS_TIME_OF_DAY if flags & 8 else TIME_AS_INTERVAL)
     arrow_schema(layout, temporal)
     if stream is None:
         return

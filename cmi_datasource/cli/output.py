@@ -36,6 +36,8 @@ def _json_value(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
         return str(value)
+    if isinstance(value, dt.timedelta):  # a SAS TIME value: its seconds, as SAS holds it
+        return value.total_seconds()
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 

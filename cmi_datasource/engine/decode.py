@@ -12,8 +12,8 @@ import pyarrow as pa
 from ..cmi.stream import OnePassStream, StreamOrigins
 from ..errors import CmiFormatError, Location
 from ..messages import PhysicalMessage
-from ..payload.sas_dataset import (DEFAULT_BATCH_ROWS, RECORD_TYPE_SIZE, ObservationChunk, chunks_of_parts,
-                                   observation_batches)
+from ..payload.sas_dataset import (DEFAULT_BATCH_ROWS, DEFAULT_TEMPORAL_TYPES, RECORD_TYPE_SIZE, ObservationChunk,
+                                   TemporalTypes, chunks_of_parts, observation_batches)
 from ..transports import capture_format
 from .plan import DatasetSlice
 from .recovery import LostRows
@@ -23,7 +23,8 @@ from .reread import format_of, reread
 BadRows = Callable[[pa.RecordBatch, List[Tuple[int, LostRows]]], pa.RecordBatch]
 
 
-def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
+def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS,
+                  temporal: TemporalTypes = DEFAULT_TEMPORAL_TYPES,
                   messages: Optional[Sequence[PhysicalMessage]] = None,
                   bad_rows: Optional[BadRows] = None) -> Iterator[pa.RecordBatch]:
     """Record batches of a slice's observations; ``messages`` saves re-reading them from disk.
@@ -45,7 +46,7 @@ def slice_batches(part: DatasetSlice, batch_rows: int = DEFAULT_BATCH_ROWS, temp
         raise e.within(part.key_hex, part.sequence_of(e.location)) from None
 
 
-def _slice_batches(part: DatasetSlice, batch_rows: int, temporal: bool,
+def _slice_batches(part: DatasetSlice, batch_rows: int, temporal: TemporalTypes,
                    messages: Optional[Sequence[PhysicalMessage]], tolerant: bool) -> Iterator:
     if part.first_row >= part.last_row:
         return

@@ -25,7 +25,7 @@ from .. import transports
 from ..containers import DEFAULT_MAX_RECORD_BYTES, limit_records
 from ..errors import CmiOptionError, not_one_of
 from ..option_table import READ, WRITE, Option, boolean, named, nonblank, one_of, text, whole_number
-from ..payload.sas_dataset import DEFAULT_BATCH_ROWS
+from ..payload.sas_dataset import DEFAULT_BATCH_ROWS, TIME_AS_INTERVAL, TIME_MAPPINGS, TemporalTypes
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, NAME_RULES
 from .. import storage
 from ..storage import local_path
@@ -163,7 +163,15 @@ OPTIONS: Tuple[Option, ...] = (
     _read("ccsid", _ccsid, "Decode characters in this CCSID whatever the messages say."),
     _read("defaultCcsid", _ccsid, "The CCSID of messages whose CodedCharSetId is 0 (1208 is UTF-8).", 1208),
     _read("temporalTypes", boolean, "`true`: date, datetime and time formats give `date`, `timestamp_ntz` and "
-          "`time` columns; `false`: plain SAS numbers.", True, field="temporal"),
+          "the columns `timeType` says; `false`: plain SAS numbers (days and seconds), whatever `timeType` says.",
+          True, field="temporal"),
+    _read("timeType", one_of(*TIME_MAPPINGS), "What a numeric with a time format (`TIME8.`, `HHMM.`, ...) "
+          "becomes; SAS stores elapsed seconds, which may exceed a day or be negative. `interval`: Spark's "
+          "`interval day to second`, every value to the microsecond, filtered, compared and written to Parquet "
+          "or CSV in any session. `time`: Spark's `time` (a time of day), which Spark 4.x keeps behind "
+          "`spark.sql.timeType.enabled=true`; a value outside 0 to 24 hours is a `ValueConversionError`. "
+          "`seconds`: a `double`, the SAS number. The `format` metadata is kept each way "
+          "([SAS TIME values](reading.md#sas-time-values)).", TIME_AS_INTERVAL, field="time_type"),
     _read("batchRows", whole_number(), "Observations per Arrow record batch.", DEFAULT_BATCH_ROWS,
           field="batch_rows"),
     _read("maxPartitionBytes", whole_number(), "The most observation bytes (rows × observation length, as "
@@ -308,7 +316,8 @@ class ReadOptions:
     dataset: Optional[str] = None
     attachment: Optional[str] = None
     charsets: CharsetPolicy = CharsetPolicy()
-    temporal: bool = True
+    temporal: bool = True  # option temporalTypes
+    time_type: str = TIME_AS_INTERVAL  # option timeType: one of TIME_MAPPINGS
     batch_rows: int = DEFAULT_BATCH_ROWS
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     min_partitions: int = 1
@@ -335,6 +344,11 @@ class ReadOptions:
     def __setstate__(self, state) -> None:
         self.__dict__.update(state)
         limit_records(self.max_record_bytes)
+
+    @property
+    def temporal_types(self) -> TemporalTypes:
+        """What the numerics with date, datetime and time formats become."""
+        return TemporalTypes(self.temporal, self.time_type)
 
     def file_filters(self) -> Dict[str, Any]:
         """The options that choose the files read under the paths, as ``paths.resolve_paths``

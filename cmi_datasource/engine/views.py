@@ -98,7 +98,7 @@ class DatasetView(View):
         layouts = [r.layout for _, r in readable if r.layout is not None]
         if not layouts:
             load.mode.nothing_trusted(readable[0][1].lost[0])
-        return load.mode.schema(arrow_schema(layouts[0], load.options.temporal) if layouts else pa.schema([]),
+        return load.mode.schema(arrow_schema(layouts[0], load.options.temporal_types) if layouts else pa.schema([]),
                                 self.name)
 
     def plan(self, load: Load) -> List[Part]:
@@ -140,12 +140,12 @@ class DatasetView(View):
                 yield batch
 
         def lost(text: str) -> Iterator[pa.RecordBatch]:
-            return mode.report(mode.schema(arrow_schema(part.layout, o.temporal), self.name),
+            return mode.report(mode.schema(arrow_schema(part.layout, o.temporal_types), self.name),
                                [f"{part.name}: observations {part.first_row + read + 1} to {part.last_row} not "
                                 f"read (option ignoreMissingFiles): {text}"])
 
         bad_rows = None if mode.raises else mode.lost_rows
-        return _unless_gone(load, lambda: counted(slice_batches(part, o.batch_rows, o.temporal,
+        return _unless_gone(load, lambda: counted(slice_batches(part, o.batch_rows, o.temporal_types,
                                                                 load.held(part.messages), bad_rows)), lost)
 
 

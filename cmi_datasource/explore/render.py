@@ -22,6 +22,17 @@ MARKED_STYLE = "bold red"  # rows a table marks (an incomplete attachment, say),
 MARKED_HTML_STYLE = "color:#b00020;font-weight:bold"  # the same in a notebook
 
 
+def elapsed_time(value: dt.timedelta) -> str:
+    """An interval (a SAS TIME value) as SAS's TIME format shows it: hours past 24 and a sign kept
+    (``99:48:00``, ``-1:00:00.5``), not Python's ``4 days, 3:48:00``."""
+    micros = abs(value) // dt.timedelta(microseconds=1)
+    seconds, fraction = divmod(micros, 1_000_000)
+    text = f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    if fraction:
+        text += f".{fraction:06d}".rstrip("0")
+    return f"-{text}" if value < dt.timedelta(0) else text
+
+
 def cell(value: Any, max_chars: int = MAX_CELL_CHARS) -> str:
     """One value as the text of a table cell."""
     if value is None:
@@ -34,6 +45,8 @@ def cell(value: Any, max_chars: int = MAX_CELL_CHARS) -> str:
         text = f"{value:.15g}"
     elif isinstance(value, dt.datetime):
         text = value.isoformat(sep=" ")
+    elif isinstance(value, dt.timedelta):
+        text = elapsed_time(value)
     elif isinstance(value, (list, tuple)):
         text = ", ".join(cell(v, max_chars) for v in value)
     elif isinstance(value, dict):

@@ -324,13 +324,42 @@ def read_layout(messages: Sequence[PhysicalMessage], header_wire: WireFormat,
 # Observations -> Arrow
 
 
+# What a numeric with a TIME-family format becomes (read option timeType; docs/reading.md#sas-time-values).
+# SAS TIME values are elapsed seconds, not times of day: durations of 100 hours and more, negative
+# values and fractions are ordinary. An interval holds them all, to the microsecond, and Spark
+# compares, filters and writes it (Parquet, ORC, CSV, JSON) with no session flag; Spark's TIME
+# holds a time of day only and needs spark.sql.timeType.enabled; seconds are the SAS number.
+TIME_AS_INTERVAL, TIME_AS_TIME_OF_DAY, TIME_AS_SECONDS = "interval", "time", "seconds"
+TIME_MAPPINGS = (TIME_AS_INTERVAL, TIME_AS_TIME_OF_DAY, TIME_AS_SECONDS)
+# Kinds of conversion (the kernel's codes); a time read as seconds is a plain number (None).
+KIND_INTERVAL = "interval"
+
+
+@dataclass(frozen=True)
+class TemporalTypes:
+    """What numerics with date, datetime and time formats become: ``typed`` (read option
+    temporalTypes) false keeps every one a SAS number; ``time`` (option timeType) is one of
+    TIME_MAPPINGS."""
+
+    typed: bool = True
+    time: str = TIME_AS_INTERVAL
+
+    def kind(self, variable: SasVariable) -> Optional[str]:
+        """The conversion of ``variable``'s values: None (a double as stored), or a key of _ARROW_TYPES."""
+        kind = variable.temporal_kind if self.typed else None
+        if kind != KIND_TIME or self.time == TIME_AS_TIME_OF_DAY:
+            return kind
+        return KIND_INTERVAL if self.time == TIME_AS_INTERVAL else None
+
+
+DEFAULT_TEMPORAL_TYPES = TemporalTypes()
 _ARROW_TYPES = {None: pa.float64(), KIND_DATE: pa.date32(), KIND_DATETIME: pa.timestamp("us"),
-                KIND_TIME: pa.time64("ns")}
+                KIND_TIME: pa.time64("ns"), KIND_INTERVAL: pa.duration("us")}
 
 
-def arrow_field(variable: SasVariable, temporal: bool = True) -> pa.Field:
+def arrow_field(variable: SasVariable, temporal: TemporalTypes = DEFAULT_TEMPORAL_TYPES) -> pa.Field:
     if variable.is_numeric:
-        arrow_type = _ARROW_TYPES[variable.temporal_kind if temporal else None]
+        arrow_type = _ARROW_TYPES[temporal.kind(variable)]
     else:
         arrow_type = pa.string()
     metadata = {"label": variable.label, "format": variable.format, "informat": variable.informat,
@@ -338,12 +367,12 @@ def arrow_field(variable: SasVariable, temporal: bool = True) -> pa.Field:
     return pa.field(variable.name, arrow_type, nullable=True, metadata=metadata)
 
 
-def arrow_schema(layout: DatasetLayout, temporal: bool = True) -> pa.Schema:
+def arrow_schema(layout: DatasetLayout, temporal: TemporalTypes = DEFAULT_TEMPORAL_TYPES) -> pa.Schema:
     return _schema_of(layout.variables, temporal)
 
 
 @functools.lru_cache(maxsize=64)
-def _schema_of(variables: Tuple[SasVariable, ...], temporal: bool) -> pa.Schema:
+def _schema_of(variables: Tuple[SasVariable, ...], temporal: TemporalTypes) -> pa.Schema:
     # Cached: planning compares the schemas of every chosen attachment, thousands in a queue export.
     return pa.schema([arrow_field(v, temporal) for v in variables])
 
@@ -351,7 +380,7 @@ def _schema_of(variables: Tuple[SasVariable, ...], temporal: bool) -> pa.Schema:
 class ObservationDecoder:
     """Decodes whole observations of one dataset layout into record batches."""
 
-    def __init__(self, layout: DatasetLayout, codepage: CodePage, temporal: bool = True):
+    def __init__(self, layout: DatasetLayout, codepage: CodePage, temporal: TemporalTypes = DEFAULT_TEMPORAL_TYPES):
         self.layout = layout
         self.codepage = codepage
         self.temporal = temporal
@@ -401,7 +430,7 @@ class ObservationDecoder:
                              head.bad + tuple((at + half, e) for at, e in tail.bad))
 
     def _numeric(self, values, missing, variable, arrow_type, first_row, locate) -> pa.Array:
-        kind = variable.temporal_kind if self.temporal else None
+        kind = self.temporal.kind(variable)
         if kind is None:
             return from_numpy(values, pa.float64(), missing)
         out = np.empty(len(values), dtype=np.int32 if kind == KIND_DATE else np.int64)
@@ -409,7 +438,7 @@ class ObservationDecoder:
         if bad >= 0:
             raise ValueConversionError(
                 f"variable {variable.name} ({variable.format}), observation {first_row + bad + 1}: "
-                f"{values[bad]!r} is {_TEMPORAL_RANGES[kind]}",
+                f"{float(values[bad])!r} is {_TEMPORAL_RANGES[kind]}",
                 locate((first_row + bad) * self.layout.definition.obs_length + variable.offset))
         return from_numpy(out, arrow_type, missing)
 
@@ -423,18 +452,24 @@ class TolerantBatch:
     bad: Tuple[Tuple[int, KeptError], ...]
 
 
-_TEMPORAL_CODES = {KIND_DATE: 0, KIND_DATETIME: 1, KIND_TIME: 2}
+_TEMPORAL_CODES = {KIND_DATE: 0, KIND_DATETIME: 1, KIND_TIME: 2, KIND_INTERVAL: 3}
+# An interval is a signed 64-bit count of microseconds (Arrow's duration[us], Spark's interval day
+# to second): about 292,000 years either way. Past it a value is surely no elapsed time.
+MAX_INTERVAL_SECONDS = float((2 ** 63 - 1) // 1_000_000)
 _TEMPORAL_RANGES = {KIND_DATE: "outside the dates 0001-01-01 .. 9999-12-31",
                     KIND_DATETIME: "outside the datetimes of years 1 .. 9999",
-                    KIND_TIME: "not a time of day (0 to 86399.999 seconds)"}
+                    KIND_TIME: "not a time of day (0 to 86399.999 seconds), which option timeType=time needs: "
+                               "timeType=interval (the default) reads any elapsed time",
+                    KIND_INTERVAL: f"beyond ±{MAX_INTERVAL_SECONDS:.0f} seconds, more than an interval holds"}
 _LAST_NANOSECOND_OF_DAY = SECONDS_PER_DAY * 10 ** 9 - 1
 
 
 @kernel
 def _sas_to_arrow_time(values, missing, kind, out):
-    """SAS dates (days from 1960), datetimes (seconds from 1960) or times (seconds from midnight)
-    as Arrow's date32 days, timestamp microseconds or time64 nanoseconds from 1970 into ``out``;
-    returns the first present value outside Spark's range, or -1. Missing values get 0."""
+    """SAS dates (days from 1960), datetimes (seconds from 1960), times of day (seconds from
+    midnight) or elapsed times (seconds) as Arrow's date32 days, timestamp microseconds from 1970,
+    time64 nanoseconds or duration microseconds into ``out``; returns the first present value
+    outside the type's range, or -1. Missing values get 0."""
     for i in range(values.shape[0]):
         if missing[i]:
             out[i] = 0
@@ -452,10 +487,17 @@ def _sas_to_arrow_time(values, missing, kind, out):
             whole = np.floor(v)
             out[i] = (np.int64(whole) * 1_000_000 + np.int64(np.rint((v - whole) * 1e6))
                       - EPOCH_SHIFT_SECONDS * 1_000_000)
-        else:
+        elif kind == 2:
             if not (0 <= v < SECONDS_PER_DAY):
                 return i
             out[i] = min(np.int64(np.rint(v * 1e9)), _LAST_NANOSECOND_OF_DAY)
+        else:
+            if not (-MAX_INTERVAL_SECONDS <= v <= MAX_INTERVAL_SECONDS):
+                return i
+            # As datetimes: the fraction rounded apart from the whole seconds (floor: -1.5 s is
+            # -2 s and 500,000 us), so 359280.123456 s is 359280123456 us exactly.
+            whole = np.floor(v)
+            out[i] = np.int64(whole) * 1_000_000 + np.int64(np.rint((v - whole) * 1e6))
     return -1
 
 
@@ -507,7 +549,7 @@ def _packed(start: int, parts: List[bytes], size: int, room: int) -> Observation
 
 
 def observation_batches(layout: DatasetLayout, chunks: Iterable[ObservationChunk], locate, codepage: CodePage,
-                        batch_rows: int = DEFAULT_BATCH_ROWS, temporal: bool = True,
+                        batch_rows: int = DEFAULT_BATCH_ROWS, temporal: TemporalTypes = DEFAULT_TEMPORAL_TYPES,
                         first_row: int = 0, last_row: Optional[int] = None, tolerant: bool = False) -> Iterator:
     """Record batches of observations [first_row, last_row) of consecutive chunks of the stream,
     whose ``room`` must hold a row; ``locate(stream offset)`` places errors. ``tolerant``: each

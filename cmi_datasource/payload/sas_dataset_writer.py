@@ -3,7 +3,8 @@
 Type mapping (recorded in docs/writing.md#type-mapping):
 integers, floats, decimals -> numeric (8 bytes, or the field's ``sas_length`` metadata 3..8);
 boolean -> numeric 0/1; date -> numeric with DATE9.; timestamp -> DATETIME (naive value);
-time -> TIME; string -> character of the longest encoded value (or ``sas_length``).
+time -> TIME; duration (Spark's interval day to second) -> TIME, its seconds; string -> character
+of the longest encoded value (or ``sas_length``).
 Field metadata ``label``, ``format``, ``informat`` is written through.
 
 Nothing is written that the reader (``sas_dataset.py``) would refuse or read back otherwise:
@@ -44,7 +45,8 @@ def _meta(field: pa.Field, key: str) -> Optional[str]:
     return v.decode("utf-8") if v is not None else None
 
 
-_DEFAULT_FORMATS = {"date": "DATE9.", "timestamp": "DATETIME20.", "time": "TIME8."}
+# TIME10. for durations: 10 characters show up to 9999:59:59 and down to -999:59:59.
+_DEFAULT_FORMATS = {"date": "DATE9.", "timestamp": "DATETIME20.", "time": "TIME8.", "duration": "TIME10."}
 
 
 def _type_family(t: pa.DataType) -> Optional[str]:
@@ -57,6 +59,8 @@ def _type_family(t: pa.DataType) -> Optional[str]:
         return "timestamp"
     if pa.types.is_time(t):
         return "time"
+    if pa.types.is_duration(t):
+        return "duration"
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "string"
     return None
@@ -290,6 +294,11 @@ def _numbers(column: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
         micros = pc.cast(naive, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
         # One correctly rounded division, so the nearest double to the instant is written.
         values = (micros + EPOCH_SHIFT_SECONDS * 1_000_000) / 1e6
+    elif pa.types.is_duration(t):
+        # Elapsed seconds, as SAS TIME values are; finer units than microseconds are cut to them.
+        as_micros = column.cast(pa.duration("us"), safe=False) if t.unit != "us" else column
+        micros = pc.cast(as_micros, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        values = micros / 1e6  # one correctly rounded division: the nearest double
     else:  # time
         nanos = pc.cast(column.cast(pa.time64("ns")), pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
         values = nanos / 1e9

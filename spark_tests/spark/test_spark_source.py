@@ -9,7 +9,7 @@ import random
 import pyarrow as pa
 import pytest
 from pyspark.errors import PySparkException
-from pyspark.sql.types import DateType, DoubleType, StringType, TimestampNTZType, TimeType
+from pyspark.sql.types import DateType, DayTimeIntervalType, DoubleType, StringType, TimestampNTZType
 
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
 
@@ -36,7 +36,7 @@ def test_mixed_types_dataset_values_types_and_metadata(spark, samples_dir):
     types = {f.name: f.dataType for f in df.schema.fields}
     assert types["ID"] == DoubleType() and types["NAME"] == StringType()
     assert types["OPENED"] == DateType() and types["UPDATED"] == TimestampNTZType()
-    assert isinstance(types["CUTOFF"], TimeType)
+    assert types["CUTOFF"] == DayTimeIntervalType()  # SAS TIME: elapsed seconds (timeType=interval)
     meta = df.schema["OPENED"].metadata
     assert meta == {"label": "Date opened", "format": "DATE9.", "informat": "", "sas_type": "num", "sas_length": 8}
     assert df.schema["SCORE"].metadata["sas_length"] == 4
@@ -46,7 +46,7 @@ def test_mixed_types_dataset_values_types_and_metadata(spark, samples_dir):
     assert rows[3.0]["BALANCE"] is None and rows[3.0]["OPENED"] is None
     assert rows[1.0]["OPENED"] == dt.date(1815, 12, 10)
     assert rows[4.0]["UPDATED"] == dt.datetime(2000, 2, 29, 12, 0, 0, 250000)
-    assert rows[1.0]["CUTOFF"] == dt.time(17, 0)
+    assert rows[1.0]["CUTOFF"] == dt.timedelta(hours=17)
     assert rows[5.0]["NAME"] is None and rows[5.0]["CITY"] is None  # all-blank character = missing
     assert rows[2.0]["ACTIVE"] == 0.0 and rows[4.0]["ACTIVE"] is None
 

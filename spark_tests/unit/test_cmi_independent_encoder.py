@@ -80,8 +80,8 @@ def expected_value(var, value):
         return EPOCH + dt.timedelta(days=x)
     if var.format == "DATETIME":
         return EPOCH_DT + dt.timedelta(seconds=x)
-    if var.format == "TIME":
-        return (dt.datetime.min + dt.timedelta(seconds=x)).time()
+    if var.format == "TIME":  # elapsed seconds: an interval by default (timeType=interval)
+        return dt.timedelta(seconds=x)
     return x
 
 
@@ -242,7 +242,7 @@ def test_column_types_and_metadata(tmp_path):
     cap = open_capture(tmp_path, build(Encoder())[1])
     schema = read(cap).schema
     types = {"AGE": pa.float64(), "NAME": pa.string(), "BORN": pa.date32(), "STAMP": pa.timestamp("us"),
-             "CLOCK": pa.time64("ns"), "SCORE": pa.float64(), "SHORTD": pa.date32(), "CODE": pa.string()}
+             "CLOCK": pa.duration("us"), "SCORE": pa.float64(), "SHORTD": pa.date32(), "CODE": pa.string()}
     for v in VARS:
         f = schema.field(v.name)
         assert f.type == types[v.name], v.name
@@ -395,7 +395,7 @@ def test_every_listed_date_datetime_time_format(tmp_path, encoding):
     groups = [(DATE_FORMAT_NAMES, pa.date32(), 12345.0, EPOCH + dt.timedelta(days=12345)),
               (DATETIME_FORMAT_NAMES, pa.timestamp("us"), 1234567890.25,
                EPOCH_DT + dt.timedelta(seconds=1234567890.25)),
-              (TIME_FORMAT_NAMES, pa.time64("ns"), 45296.5, dt.time(12, 34, 56, 500000))]
+              (TIME_FORMAT_NAMES, pa.duration("us"), 45296.5, dt.timedelta(hours=12, minutes=34, seconds=56.5))]
     variables, row, expected = [], [], {}
     for names, typ, value, want in groups:
         for i, fmt in enumerate(names):

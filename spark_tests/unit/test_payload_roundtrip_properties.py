@@ -86,19 +86,27 @@ def tables(draw, encoding: int, ccsid: int):
         "ts": pa.array(column(st.datetimes(dt.datetime(1900, 1, 1), dt.datetime(2100, 12, 31, 23, 59, 59, 999999))),
                        pa.timestamp("us")),
         "t": pa.array(column(st.times()), pa.time64("us")),
+        # SAS TIME values are elapsed seconds: durations past a day, negative ones, microseconds.
+        "du": pa.array(column(st.timedeltas(dt.timedelta(days=-1000), dt.timedelta(days=1000))), pa.duration("us")),
     }
     fields = [pa.field(name, arr.type) for name, arr in data.items()]
     fields[1] = fields[1].with_metadata({"sas_length": str(truncated_width)})
     return pa.Table.from_arrays(list(data.values()), schema=pa.schema(fields)), truncated_width
 
 
-def round_trip(table: pa.Table, encoding: int, ccsid: int) -> pa.Table:
+def round_trip(table: pa.Table, encoding: int, ccsid: int, **read_options) -> pa.Table:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "capture.dmp")
         with open(path, "wb") as f:
             write_attachments_dump(f, [DatasetToWrite(table, "work", "prop")],
                                    options=WriteOptions(encoding=encoding, ccsid=ccsid))
-        return read(path)
+        return read(path, **read_options)
+
+
+def since_midnight(times) -> list:
+    """Times of day as what a SAS TIME value is read as by default: the interval since midnight."""
+    return [None if t is None else dt.timedelta(hours=t.hour, minutes=t.minute, seconds=t.second,
+                                                microseconds=t.microsecond) for t in times]
 
 
 def expected_string(v):
@@ -116,11 +124,13 @@ def test_dataset_round_trip(encoding, ccsid, data):
     assert result.num_rows == table.num_rows
     assert result.schema.names == table.schema.names
     assert [f.type for f in result.schema] == [pa.float64(), pa.float64(), pa.float64(), pa.string(),
-                                               pa.date32(), pa.timestamp("us"), pa.time64("ns")]
+                                               pa.date32(), pa.timestamp("us"), pa.duration("us"),
+                                               pa.duration("us")]
     meta = {f.name: f.metadata for f in result.schema}
     assert meta["g"][b"sas_length"] == str(width).encode()
     assert meta["f"][b"sas_type"] == b"num" and meta["s"][b"sas_type"] == b"char"
     assert meta["d"][b"format"] == b"DATE9."
+    assert meta["t"][b"format"] == b"TIME8." and meta["du"][b"format"] == b"TIME10."
 
     col = {name: result.column(name).to_pylist() for name in result.schema.names}
     assert col["f"] == table.column("f").to_pylist()
@@ -130,7 +140,8 @@ def test_dataset_round_trip(encoding, ccsid, data):
     assert col["s"] == [expected_string(v) for v in table.column("s").to_pylist()]
     assert col["d"] == table.column("d").to_pylist()
     assert col["ts"] == table.column("ts").to_pylist()
-    assert result.column("t").cast(pa.time64("us")).to_pylist() == table.column("t").to_pylist()
+    assert col["t"] == since_midnight(table.column("t").to_pylist())
+    assert col["du"] == table.column("du").to_pylist()
 
 
 # Instants found while checking the property above: each is a whole microsecond in 1900-2100,
@@ -166,11 +177,12 @@ def test_round_trip_edge_values(encoding, ccsid):
         "t": pa.array([dt.time(0), dt.time(23, 59, 59, 999999), dt.time(12), None, dt.time(0, 0, 0, 1),
                        dt.time(1, 2, 3), dt.time(6), dt.time(18)], pa.time64("us")),
     })
-    result = round_trip(table, encoding, ccsid)
+    result = round_trip(table, encoding, ccsid, timeType="time")
     assert result.column("x").to_pylist() == [0.0, 0.0, 1.0, -118.625, None, 1e-70, 1e70, 2.0 ** 53]
     assert result.column("s").to_pylist() == [None, None, "  a", "b", None, None, "a\x00b", "A" * 20]
     assert result.column("d").to_pylist() == table.column("d").to_pylist()
     assert result.column("t").cast(pa.time64("us")).to_pylist() == table.column("t").to_pylist()
+    assert round_trip(table, encoding, ccsid).column("t").to_pylist() == since_midnight(table.column("t").to_pylist())
 
 
 @pytest.mark.parametrize("encoding,ccsid", CASES, ids=CASE_IDS)

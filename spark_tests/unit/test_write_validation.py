@@ -260,7 +260,7 @@ def test_rows_are_counted_across_chunks():
 
 @pytest.mark.parametrize("arrow_type", [
     pa.binary(), pa.large_binary(), pa.list_(pa.int32()), pa.map_(pa.string(), pa.int32()),
-    pa.struct([("a", pa.int32())]), pa.duration("us"), pa.month_day_nano_interval(), pa.null(),
+    pa.struct([("a", pa.int32())]), pa.month_day_nano_interval(), pa.null(),
     pa.dictionary(pa.int32(), pa.string()),
 ])
 def test_types_without_a_sas_equivalent_are_refused_naming_column_type_and_remedy(arrow_type):
