@@ -2,9 +2,10 @@
 
 0 success; 1 the capture is damaged or cannot be read as asked (``CmiFormatError`` and its
 subclasses; an input file the system refuses to read; ``ls`` listing an attachment with a problem
-or a damaged stretch; ``extract`` leaving out a damaged attachment in FAILFAST mode); 2 usage (click's usage errors, and ``CmiOptionError``: an unknown
-data set, path or option, a bad option value, a data set to choose); 3 an output problem (the destination of
-``extract`` or ``convert`` cannot be written). Anything else is a bug and keeps its traceback.
+or a damaged stretch; ``extract`` leaving out a damaged attachment in FAILFAST mode); 2 usage
+(click's usage errors, and ``CmiOptionError``: an unknown data set, path or option, a bad option
+value, a data set to choose); 3 an output problem (the destination of ``extract`` or ``convert``
+cannot be written). Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 

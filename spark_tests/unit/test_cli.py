@@ -19,6 +19,7 @@ from cmi_datasource.engine import reading, views
 from appended import appended_three_times
 from conftest import ROOT, SAMPLES
 from damaged_nightly import HEADER_DAMAGE, header_damaged
+from symlinks import VICTIM, links_out_of
 
 NIGHTLY = os.path.join(SAMPLES, "nightly_batch.dmp")
 FILES = os.path.join(SAMPLES, "files.dmp")
@@ -358,6 +359,35 @@ def test_extract_files_byte_exact_under_safe_names(tmp_path):
     out = run("extract", EXTERNAL, str(tmp_path)).stdout  # again: nothing replaced
     assert "mytext (2).txt" in out and 'named "d:\\mytext.txt" in the capture' in out
     assert (tmp_path / "mytext.txt").read_bytes() == contents["d:\\mytext.txt"]
+
+
+def test_extract_again_with_overwrite_replaces_its_files_and_piles_up_no_copies(tmp_path, nightly):
+    """Issue 28: running extract twice piled up "(2)" copies."""
+    out = tmp_path / "out"
+    run("extract", FILES, EXTERNAL, str(out))
+    run("extract", NIGHTLY, str(out), "--mode", "PERMISSIVE")
+    before = sorted(os.listdir(out))
+    (out / "report.txt").write_bytes(b"edited since")
+    (out / "FIN.DAILY_SALES.parquet").write_bytes(b"not parquet")
+    document = run_json("extract", FILES, EXTERNAL, str(out), "--overwrite")
+    run("extract", NIGHTLY, str(out), "--mode", "PERMISSIVE", "--overwrite")
+    assert sorted(os.listdir(out)) == before and not any("(2)" in name for name in before)
+    contents = {r["name"]: r["content"] for r in cmi.read([FILES, EXTERNAL], view="files").to_pylist()}
+    assert {w["name"]: w["file"] for w in document["written"]}["report.txt"] == "report.txt"
+    assert (out / "report.txt").read_bytes() == contents["report.txt"]
+    assert pq.read_table(out / "FIN.DAILY_SALES.parquet").equals(
+        nightly.dataset_table("FIN.DAILY_SALES", mode="PERMISSIVE"))
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_extract_overwrite_never_writes_through_a_symlink_or_over_a_directory(tmp_path):
+    out, outside = links_out_of(tmp_path, {"report.txt": "victim"})  # the name a file of the capture has
+    (out / "logo.bin").mkdir()
+    document = run_json("extract", FILES, str(out), "--overwrite")
+    files = {w["name"]: w["file"] for w in document["written"]}
+    assert files["report.txt"] == "report.txt" and not os.path.islink(out / "report.txt")
+    assert files["logo.bin"] == "logo (2).bin" and (out / "logo.bin").is_dir()
+    assert (outside / "victim").read_bytes() == VICTIM and os.listdir(outside) == ["victim"]
 
 
 def test_extract_without_data_sets(tmp_path):
