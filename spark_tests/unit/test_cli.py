@@ -428,6 +428,25 @@ def test_unwritable_destination_exits_3(tmp_path):
     assert "exists" in run("convert", NIGHTLY, "FIN.DAILY_SALES", str(blocker), code=3).stderr
 
 
+def test_convert_quiets_the_session_it_starts_with_the_log_configuration_the_package_carries():
+    """pip users have no conf/: the package carries the repository's log4j2 configuration (the
+    wheel's package data, pyproject.toml), and convert's own session is started with it."""
+    import importlib.resources
+    from cmi_datasource.cli import convert
+    carried = importlib.resources.files("cmi_datasource.cli") / convert.LOG_CONFIGURATION
+    with open(os.path.join(ROOT, "conf", "log4j2.properties"), encoding="utf-8") as f:
+        assert carried.read_text(encoding="utf-8") == f.read()  # one configuration: the tests' is the users'
+    settings = convert.quiet_session_settings("/x/spark-log4j2.properties")
+    assert settings["spark.driver.extraJavaOptions"] == "-Dlog4j2.configurationFile=/x/spark-log4j2.properties"
+    assert settings["spark.ui.showConsoleProgress"] == "false"
+
+
+def test_convert_lists_the_data_sets_when_none_is_chosen():
+    lines = run("convert", NIGHTLY, "nope", "out dir", code=2).stderr.splitlines()
+    assert lines[0].startswith("DatasetChoiceError: no dataset NOPE")
+    assert lines[1] == f"  what to do: name one as DATASET, e.g. cmi convert {NIGHTLY} FIN.DAILY_SALES 'out dir'"
+
+
 def test_convert_checks_the_data_set_before_starting_spark():
     # No Spark session is started (the subprocess test shows pyspark is not even imported).
     result = run("convert", NIGHTLY, "FIN.RETURNS", "out", code=1)
