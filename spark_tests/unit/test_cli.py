@@ -72,8 +72,15 @@ def test_help_lists_every_command_with_examples_and_exit_codes():
     for command in COMMANDS:
         assert f"  {command} " in text
     assert "cmi ls sample_queues/nightly_batch.dmp" in text
-    for line in ("0  success", "1  the capture is damaged", "2  usage", "3  output"):
+    for line in ("0  success", "1  the capture is damaged", "2  usage", "3  output",
+                 "ls: an attachment has a problem or a stretch of a file is damaged", "several data sets to choose"):
         assert line in text
+
+
+def test_the_packages_help_points_to_the_console_command():
+    import pydoc
+    text = pydoc.render_doc(cmi, renderer=pydoc.plaintext)
+    assert "cmi --help" in text and 'cmi.read("sample_queues/nightly_batch.dmp"' in text
 
 
 @pytest.mark.parametrize("command", COMMANDS)
