@@ -27,14 +27,24 @@ or not) of that name is never opened, followed or replaced. Names already taken,
 without case so that the result also holds on a case-insensitive file system, are skipped:
 ``report.txt``, ``report (2).txt``, ``report (3).txt``... The name chosen, relative to the
 directory, is returned for the caller to report. A write that fails removes its partial file.
+
+With ``replace`` (``cmi extract --overwrite``: running an extract again), an entry of the name
+chosen is replaced instead: a file, or a symlink itself (never what it points to); never a
+directory, nor a name in ``keep`` (the files the same extract already wrote, so that two
+attachments of one name still give ``report.txt`` and ``report (2).txt``); such names are
+skipped as above. The content is written to a new hidden file in the directory first and renamed
+over the old entry once complete (an atomic ``rename`` in the opened directory, which replaces a
+symlink rather than following it): a failed write leaves the old file as it was.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import re
+import secrets
+import stat
 import unicodedata
-from typing import BinaryIO, Iterator, Optional, Tuple, Union
+from typing import AbstractSet, BinaryIO, Iterator, Tuple, Union
 
 MAX_NAME_BYTES = 200  # room below the usual 255-byte limit for " (12345)" and a file system's own needs
 UNNAMED = "unnamed"
@@ -107,61 +117,120 @@ def _key(name: str) -> str:
     return unicodedata.normalize("NFC", name).casefold()
 
 
-def write_new_file(directory: Union[str, os.PathLike], name: Union[str, bytes, None], content: bytes) -> str:
+def write_new_file(directory: Union[str, os.PathLike], name: Union[str, bytes, None], content: bytes,
+                   replace: bool = False, keep: AbstractSet[str] = frozenset()) -> str:
     """Write ``content`` to a new file in ``directory`` (made when missing) named after the
     untrusted attachment ``name``; returns the file name chosen (``safe_name``, or with `` (n)``
     when that is taken), relative to ``directory``.
 
     Never writes outside ``directory``, never opens or replaces an existing entry of it (a symlink
-    included). Raises OSError when the file system refuses (no space, no permission)."""
-    with open_new_file(directory, name) as (chosen, out):
+    included), unless ``replace`` (then a file or symlink of the name chosen is replaced, as the
+    module docstring says; never one named in ``keep``). Raises OSError when the file system
+    refuses (no space, no permission)."""
+    with open_new_file(directory, name, replace, keep) as (chosen, out):
         out.write(content)
     return chosen
 
 
+_CREATE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+           | getattr(os, "O_CLOEXEC", 0))
+_HIDDEN_PREFIX = ".cmi-partial-"  # a file being written for ``replace``, renamed over the old one when complete
+
+
+class _Folder:
+    """The target directory, opened once: entries are made, renamed and removed relative to it
+    where the platform allows (nothing between it and the entry can be swapped for a symlink)."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        relative = os.open in os.supports_dir_fd
+        self.fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if relative else None
+
+    def _at(self, name: str) -> str:
+        return name if self.fd is not None else os.path.join(self.directory, name)
+
+    def create(self, name: str) -> int:
+        """A new file's descriptor; FileExistsError when any entry has that name (a symlink included)."""
+        return os.open(self._at(name), _CREATE, 0o644, dir_fd=self.fd)
+
+    def is_directory(self, name: str) -> bool:
+        try:
+            return stat.S_ISDIR(os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
+            return False
+
+    def rename_over(self, source: str, target: str) -> None:
+        os.replace(self._at(source), self._at(target), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def remove(self, name: str) -> None:
+        try:
+            os.unlink(self._at(name), dir_fd=self.fd)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
 @contextlib.contextmanager
-def open_new_file(directory: Union[str, os.PathLike], name: Union[str, bytes, None]
-                  ) -> Iterator[Tuple[str, BinaryIO]]:
+def _written(folder: _Folder, name: str, fd: int) -> Iterator[BinaryIO]:
+    """The file ``fd`` (entry ``name``) open for writing; removed when the block raises."""
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+    except BaseException:
+        folder.remove(name)
+        raise
+
+
+@contextlib.contextmanager
+def _replacing(folder: _Folder, target: str) -> Iterator[BinaryIO]:
+    """A new hidden file, renamed over ``target`` once the block completes."""
+    while True:
+        hidden = f"{_HIDDEN_PREFIX}{secrets.token_hex(8)}"
+        try:
+            fd = folder.create(hidden)
+            break
+        except FileExistsError:
+            continue
+    with _written(folder, hidden, fd) as out:
+        yield out
+    try:
+        folder.rename_over(hidden, target)
+    except BaseException:
+        folder.remove(hidden)
+        raise
+
+
+@contextlib.contextmanager
+def open_new_file(directory: Union[str, os.PathLike], name: Union[str, bytes, None], replace: bool = False,
+                  keep: AbstractSet[str] = frozenset()) -> Iterator[Tuple[str, BinaryIO]]:
     """``write_new_file`` for content written piece by piece: yields the name chosen and the new
-    file, open for writing; the file is removed when the block raises (no partial file stays)."""
+    file, open for writing; the file is removed when the block raises (no partial file stays,
+    and with ``replace`` the old file stays as it was)."""
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     wanted = safe_name(name)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) \
-        | getattr(os, "O_CLOEXEC", 0)
-    relative = os.open in os.supports_dir_fd
-    folder = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if relative else None
+    folder = _Folder(directory)
     try:
-        taken = {_key(n) for n in os.listdir(directory)}
+        entries = set(os.listdir(directory))
+        taken = {_key(n) for n in entries}
         for candidate in _candidates(wanted):
+            if replace and candidate in entries and candidate not in keep and not folder.is_directory(candidate):
+                with _replacing(folder, candidate) as out:
+                    yield candidate, out
+                return
             if _key(candidate) in taken:
                 continue
             try:
-                if relative:
-                    fd = os.open(candidate, flags, 0o644, dir_fd=folder)
-                else:
-                    fd = os.open(os.path.join(directory, candidate), flags, 0o644)
+                fd = folder.create(candidate)
             except FileExistsError:  # made since the listing: another writer got there first
                 taken.add(_key(candidate))
                 continue
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    yield candidate, out
-            except BaseException:
-                _remove(candidate, directory, folder)
-                raise
+            with _written(folder, candidate, fd) as out:
+                yield candidate, out
             return
         raise FileExistsError(f"no free name for {wanted!r} in {directory}")
     finally:
-        if folder is not None:
-            os.close(folder)
-
-
-def _remove(candidate: str, directory: str, folder: Optional[int]) -> None:
-    try:
-        if folder is not None:
-            os.unlink(candidate, dir_fd=folder)
-        else:
-            os.unlink(os.path.join(directory, candidate))
-    except OSError:
-        pass
+        folder.close()

@@ -8,10 +8,11 @@ import pyarrow as pa
 from cmi_datasource.cmi.assembly import Attachment, assemble
 from cmi_datasource.engine.capture import Capture
 from cmi_datasource.engine.plan import DatasetSlice, dataset_slices, whole_run
-from cmi_datasource.engine.write import build_messages
+from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, build_messages
 from cmi_datasource.messages import PhysicalMessage
 from cmi_datasource.transports.mq.message import mq_message
 from cmi_datasource.transports.mq.mqmd import MQMD
+from cmi_datasource.transports.mq.dmpmqmsg import write_dump
 from cmi_datasource.transports.mq.transport import mq_pairs
 
 MEMORY_SOURCE = "memory.dmp"
@@ -52,3 +53,14 @@ STRADDLING_TABLE = pa.table({
     "CODE": pa.array([f"c{i % 97:03d}-{'ü' * (i % 3)}" for i in range(STRADDLING_ROWS)]),
     "X": pa.array([i * 0.5 for i in range(STRADDLING_ROWS)]),
 })
+
+
+def latin1_dump_at(path) -> str:
+    """A data set written in Latin-1 (CCSID 819) over several messages, as a dmpmqmsg dump at
+    ``path``: read as UTF-8 (option ccsid 1208) its values fail, in a task."""
+    table = pa.table({"S": pa.array(["café"] * 50 + ["naïve"] * 50)})
+    messages = build_mq_messages([DatasetToWrite(table, "LIB", "LATIN")],
+                                 options=WriteOptions(ccsid=819, max_message_bytes=512))
+    with open(path, "wb") as f:
+        write_dump(f, messages)
+    return str(path)

@@ -11,10 +11,12 @@ Exit codes, for scripts:
 
 - 0: success.
 - 1: the capture is damaged or cannot be read as asked (``CmiFormatError`` and its subclasses,
-  or an input file the system refuses); ``extract`` left out an incomplete or damaged
-  attachment in FAILFAST mode.
+  or an input file the system refuses); ``ls`` listed an attachment with a problem or a damaged
+  stretch (after printing the listing, or its JSON); ``extract`` left out an incomplete or
+  damaged attachment in FAILFAST mode.
 - 2: usage: click's usage errors, and ``CmiOptionError`` (a path that does not exist, an unknown
-  data set, an unknown option or a bad option value).
+  data set, an unknown option or a bad option value; several data sets where one is to be named,
+  listed one a line).
 - 3: output: the destination of ``extract`` or ``convert`` cannot be written.
 
 A ``CmiError`` is shown on stderr as its class and text (the problem, ``what to do:``, then one

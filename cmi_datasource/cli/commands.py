@@ -4,9 +4,11 @@ Each command reads a view of the capture through ``reading`` (the engine's views
 process: no JVM) and draws it with ``explore.render``; ``--json`` prints one JSON document."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+import shlex
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import click
 import pyarrow as pa
@@ -15,9 +17,10 @@ from rich.table import Table
 from ..engine import reading
 from ..engine.options import DEFAULT_BATCH_ROWS, READ_MODES
 from ..engine.plan import Part
+from ..engine.selection import DatasetChoiceError
 from ..engine.views import FilePart
 from ..explore.render import rich_table
-from .exits import EXIT_CODES_HELP, CmiGroup
+from .exits import DAMAGED, EXIT_CODES_HELP, USAGE, CmiGroup, Failure
 from .output import console, file_name, print_json
 from .reading import load_of, option_pairs
 
@@ -36,6 +39,7 @@ Examples:
   cmi ls sample_queues/nightly_batch.dmp
   cmi contents sample_queues/nightly_batch.dmp FIN.DAILY_SALES
   cmi head sample_queues/nightly_batch.dmp FIN.DAILY_SALES -n 5
+  cmi head sample_queues/mixed_types.dmp
   cmi messages sample_queues/nightly_batch.dmp --attachment FIN.RETURNS
   cmi extract sample_queues/nightly_batch.dmp out/ --datasets csv
   cmi convert sample_queues/nightly_batch.dmp FIN.DAILY_SALES sales.parquet --to parquet
@@ -97,14 +101,29 @@ LS_COLUMNS = pa.schema([("name", pa.string()), ("kind", pa.string()), ("complete
 def list_attachments(paths: Sequence[str], options: Sequence[str], as_json: bool) -> None:
     """List the attachments of a capture: one row per data set or file sent, whether all its
     messages were captured (found/expected), its observations and variables, and why it cannot
-    be read when it cannot (the attachments view)."""
-    table = reading.table(load_of(paths, option_pairs(options), view="attachments"))
-    rows = table.to_pylist()
+    be read when it cannot (the attachments view).
+
+    The exit code is 1 when the capture is damaged: an attachment has a problem, or a stretch
+    of a file cannot be read (cmi messages shows where); stderr says which."""
+    load = load_of(paths, option_pairs(options), view="attachments")
+    rows = reading.table(load).to_pylist()
+    damaged = load.capture().damaged()
     summary = {"attachments": len(rows), "complete": sum(1 for r in rows if r["complete"]),
-               "with_problems": sum(1 for r in rows if r["problem"])}
+               "with_problems": sum(1 for r in rows if r["problem"]), "damaged_stretches": len(damaged)}
     if as_json:
         print_json({"attachments": rows, "summary": summary})
-        return
+    else:
+        print_listing(rows, summary)
+    if summary["with_problems"] or damaged:
+        found = [f"{n} {one if n == 1 else several}" for n, one, several in (
+            (summary["with_problems"], "attachment with a problem", "attachments with problems"),
+            (len(damaged), "damaged stretch", "damaged stretches")) if n]
+        where = (f" (the first stretch: {damaged[0].damage.location.describe()}; cmi messages lists them)"
+                 if damaged and damaged[0].damage is not None else "")
+        raise Failure(f"the capture is damaged: {' and '.join(found)}{where}", DAMAGED)
+
+
+def print_listing(rows: List[Dict], summary: Dict[str, int]) -> None:
     shown = pa.Table.from_pylist([{
         "name": r["name"] or r["attachment"], "kind": r["kind"], "complete": "yes" if r["complete"] else "no",
         "messages": f"{r['found_messages']}/{r['expected_messages'] if r['expected_messages'] is not None else '?'}",
@@ -117,7 +136,8 @@ def list_attachments(paths: Sequence[str], options: Sequence[str], as_json: bool
     out.print(rich_table(shown, columns, headers={"messages": "found/expected", "observations": "obs",
                                                   "variables": "vars", "complete": "whole"}, max_chars=80))
     out.print(f"{summary['attachments']} attachments, {summary['complete']} complete, "
-              f"{summary['with_problems']} with problems")
+              f"{summary['with_problems']} with problems"
+              + (f", {summary['damaged_stretches']} damaged stretches" if summary["damaged_stretches"] else ""))
 
 
 # -- contents ----------------------------------------------------------------------------------------
@@ -148,7 +168,8 @@ def contents(arguments: Sequence[str], options: Sequence[str], as_json: bool) ->
         chosen = [a for a in attachments if a["kind"] == "dataset"]
     else:
         # The attachments a read of this data set would return, as the dataset view chooses them.
-        keys = set(reading.plan(load_of(paths, given, view="dataset", dataset=dataset)).attachments)
+        with choosing_a_data_set(paths, "contents"):
+            keys = set(reading.plan(load_of(paths, given, view="dataset", dataset=dataset)).attachments)
         chosen = [a for a in attachments if a["attachment"] in keys]
     described = [dict(data_set_facts(a), variables=[
         {k: v for k, v in row.items() if k not in ("dataset", "attachment")}
@@ -181,6 +202,33 @@ def paths_and_dataset(arguments: Sequence[str]) -> Tuple[Sequence[str], Optional
     return arguments, None
 
 
+@contextlib.contextmanager
+def choosing_a_data_set(paths: Sequence[str], command: str, after: Sequence[str] = ()) -> Iterator[None]:
+    """Within the block, a data set the options do not choose (none of that name, or several
+    that cannot be read together) ends the command (exit code 2) with the choices one a line and
+    the command that names one: ``cmi COMMAND PATH... DATASET`` (then the ``after`` arguments)."""
+    try:
+        yield
+    except DatasetChoiceError as e:
+        raise Failure(choice_text(e, f"cmi {command} {shlex.join(paths)} {{}}" + "".join(
+            f" {shlex.quote(a)}" for a in after)), USAGE) from None
+
+
+def choice_text(error: DatasetChoiceError, example: str) -> str:
+    """A choice error for a terminal: the problem, the command naming the first complete
+    candidate (``example`` with ``{}`` for its name), then the candidates, aligned."""
+    lines = [f"{type(error).__name__}: {error.problem}"]
+    shown = [c for c in error.candidates if c.kind == "dataset"] or list(error.candidates)
+    if shown:
+        first = next((c for c in shown if c.complete), shown[0])
+        lines.append(f"  what to do: name one as DATASET, e.g. {example.format(shlex.quote(first.name))}")
+        width = max(len(c.name) for c in shown)
+        lines.append("  the data sets:" if shown[0].kind == "dataset" else "  the attachments:")
+        lines += [f"    {c.name:<{width}}  {'complete  ' if c.complete else 'incomplete'}  attachment {c.attachment}"
+                  for c in shown]
+    return "\n".join(lines)
+
+
 def data_set_facts(attachment: Dict) -> Dict:
     """What contents says of a data set attachment, from its row in the attachments view."""
     return {"name": attachment["name"], "attachment": attachment["attachment"], "label": attachment["label"],
@@ -192,29 +240,38 @@ def data_set_facts(attachment: Dict) -> Dict:
 # -- head ----------------------------------------------------------------------------------------------
 
 @cli.command("head", short_help="Show the first observations of a data set.", epilog=_examples(
-    "cmi head sample_queues/nightly_batch.dmp FIN.DAILY_SALES",
+    "cmi head sample_queues/mixed_types.dmp",
+                                      "cmi head sample_queues/nightly_batch.dmp FIN.DAILY_SALES",
                                       "cmi head sample_queues/nightly_batch.dmp FIN.DAILY_SALES -n 3 --names",
                                       "cmi head sample_queues/nightly_batch.dmp FIN.RETURNS --mode PERMISSIVE",
                                       "cmi head sample_queues/zos_785_37.dmp PROD.LEDGER -o ccsid=37"))
-@paths_argument
-@click.argument("dataset")
+@click.argument("arguments", nargs=-1, required=True, metavar="PATH... [DATASET]")
 @click.option("-n", "--rows", default=10, show_default=True, type=click.IntRange(min=1),
               help="How many observations to show; only those are decoded.")
 @click.option("--names", is_flag=True, help="Variable names as column headers instead of their labels.")
 @mode_setting
 @option_setting
 @json_flag
-def head(paths: Sequence[str], dataset: str, rows: int, names: bool, mode: Optional[str],
+def head(arguments: Sequence[str], rows: int, names: bool, mode: Optional[str],
          options: Sequence[str], as_json: bool) -> None:
     """Show the first observations of data set DATASET (LIB.MEMBER or MEMBER), with the
-    variables' labels as column headers. Only the batches that hold those rows are decoded."""
+    variables' labels as column headers. Only the batches that hold those rows are decoded.
+
+    DATASET is the last argument when there are several and it names no file. Without it, the
+    data set a read without option("dataset") returns is shown: the capture's one complete data
+    set (several when their variables are identical); when there are several, they are listed."""
+    paths, dataset = paths_and_dataset(arguments)
     given = option_pairs(options)
     if not any(key.lower() == "batchrows" for key in given):
         # A first batch of exactly the rows shown: nothing past them is decoded.
         given["batchRows"] = str(min(rows, DEFAULT_BATCH_ROWS))
     load = load_of(paths, given, view="dataset", dataset=dataset, mode=mode)
-    table, plan = reading.first_rows(load, rows)
+    with choosing_a_data_set(paths, "head"):
+        table, plan = reading.first_rows(load, rows)
     planned = plan.rows
+    # The data set the read chose (the one asked for, or the default), by the attachments it planned.
+    named = {a.key_hex: a.entry.name for a in load.capture().attachments}
+    dataset = " + ".join(dict.fromkeys(named[key] for key in plan.attachments if key in named)) or dataset or ""
     labels = {f.name: (f.metadata or {}).get(b"label", b"").decode() for f in table.schema}
     if as_json:
         print_json({"dataset": dataset, "observations": planned,
@@ -225,7 +282,7 @@ def head(paths: Sequence[str], dataset: str, rows: int, names: bool, mode: Optio
     # PERMISSIVE's report rows say what was lost; they are no observations and are counted apart.
     reported = (table.num_rows - table.column(load.options.corrupt_column).null_count
                 if load.mode.reports else 0)
-    title = f"{dataset.upper()}: first {table.num_rows - reported} of {planned} observations"
+    title = f"{dataset}: first {table.num_rows - reported} of {planned} observations"
     if reported:
         title += f", and {reported} row{'s' if reported > 1 else ''} saying what was lost"
     console().print(rich_table(table, headers=headers, title=title))

@@ -2,16 +2,23 @@
 
 The one command that starts a JVM, for captures too large for one process: Spark reads the
 capture in parallel tasks and writes a directory of part files. pyspark is imported inside the
-command only, so every other command starts in a fraction of a second."""
+command only, so every other command starts in a fraction of a second.
+
+The session it starts is quiet (its console is the command's): Spark's log at errors only, by
+the log4j2 configuration the package carries (``spark-log4j2.properties``, the repository's
+``conf/log4j2.properties``: no start-up banner, and a failed task is not logged again on its way
+up, since the command prints the error itself), and no progress bars. A session already active in
+the process (a notebook's, a test's) is used as it is: its console is its owner's."""
 from __future__ import annotations
 
+import importlib.resources
 import os
 import sys
 from typing import Optional, Sequence
 
 import click
 
-from .commands import _examples, cli, mode_setting, option_setting, paths_argument
+from .commands import _examples, choosing_a_data_set, cli, mode_setting, option_setting, paths_argument
 from .exits import OUTPUT, Failure
 from .output import console
 from ..engine import planned
@@ -43,7 +50,8 @@ def convert(paths: Sequence[str], dataset: str, out: str, target: str, overwrite
     # Before a JVM starts, what can fail fast does: the options, by the parser the source uses,
     # and the data set's choice and definitions, planned as Spark's planning will (the capture's
     # message index is cached on disk, so Spark's planning reads it again for free).
-    planned.schema(load_of(paths, given, view="dataset", dataset=dataset, mode=mode))
+    with choosing_a_data_set(paths, "convert", after=[out]):
+        planned.schema(load_of(paths, given, view="dataset", dataset=dataset, mode=mode))
     check_destination(out, overwrite)
     status = console(stderr=True).status(f"converting {dataset} to {target} with Spark ...")
     if status.console.is_terminal:
@@ -67,33 +75,47 @@ def check_destination(out: str, overwrite: bool) -> None:
         raise Failure(f"cannot write {out}: {parent} is not writable", OUTPUT)
 
 
+LOG_CONFIGURATION = "spark-log4j2.properties"
+
+
+def quiet_session_settings(log_configuration: str) -> dict:
+    """What the session convert starts is given so that its console stays the command's: the
+    log4j2 configuration file ``log_configuration`` (read by the driver's JVM as it starts; in
+    local mode the executors run inside it), no UI and no progress bars."""
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log_configuration}",
+            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
+
+
 def run_spark_job(paths: Sequence[str], options: dict, out: str, target: str, overwrite: bool, master: str) -> None:
     from pyspark.sql import SparkSession
 
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return write_with_spark(active, paths, options, out, target, overwrite)
+    # Workers run this interpreter, which has this package and its dependencies.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    with importlib.resources.as_file(importlib.resources.files(__package__) / LOG_CONFIGURATION) as configuration:
+        builder = SparkSession.builder.master(master).appName("cmi convert")
+        for key, value in quiet_session_settings(str(configuration)).items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        try:
+            write_with_spark(session, paths, options, out, target, overwrite)
+        finally:
+            session.stop()
+
+
+def write_with_spark(session, paths: Sequence[str], options: dict, out: str, target: str, overwrite: bool) -> None:
     import cmi_datasource
     from ..spark.errors import typed_errors
 
-    active = SparkSession.getActiveSession()
-    started = active is None
-    if active is None:
-        # Workers run this interpreter, which has this package and its dependencies.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        session = (SparkSession.builder.master(master).appName("cmi convert")
-                   .config("spark.ui.enabled", "false").getOrCreate())
-        session.sparkContext.setLogLevel("ERROR")
-    else:
-        session = active
-    try:
-        cmi_datasource.register(session)
-        # The CmiError inside Spark's exception is raised as itself, and ends the command as
-        # the same error does in the other commands.
-        with typed_errors():
-            frame = session.read.format("cmi").options(**options).load(list(paths))
-            writer = frame.write.mode("overwrite" if overwrite else "errorifexists")
-            if target == "csv":
-                writer.option("header", "true").csv(out)
-            else:
-                writer.parquet(out)
-    finally:
-        if started:
-            session.stop()
+    cmi_datasource.register(session)
+    # The CmiError inside Spark's exception is raised as itself, and ends the command as the
+    # same error does in the other commands.
+    with typed_errors():
+        frame = session.read.format("cmi").options(**options).load(list(paths))
+        writer = frame.write.mode("overwrite" if overwrite else "errorifexists")
+        if target == "csv":
+            writer.option("header", "true").csv(out)
+        else:
+            writer.parquet(out)

@@ -1,10 +1,11 @@
 """Exit codes a script can rely on, and the errors that carry them.
 
 0 success; 1 the capture is damaged or cannot be read as asked (``CmiFormatError`` and its
-subclasses; an input file the system refuses to read; ``extract`` leaving out a damaged
-attachment in FAILFAST mode); 2 usage (click's usage errors, and ``CmiOptionError``: an unknown
-data set, path or option, a bad option value); 3 an output problem (the destination of
-``extract`` or ``convert`` cannot be written). Anything else is a bug and keeps its traceback.
+subclasses; an input file the system refuses to read; ``ls`` listing an attachment with a problem
+or a damaged stretch; ``extract`` leaving out a damaged attachment in FAILFAST mode); 2 usage
+(click's usage errors, and ``CmiOptionError``: an unknown data set, path or option, a bad option
+value, a data set to choose); 3 an output problem (the destination of ``extract`` or ``convert``
+cannot be written). Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ EXIT_CODES_HELP = """\b
 Exit codes:
   0  success
   1  the capture is damaged or cannot be read as asked (CmiFormatError);
+     ls: an attachment has a problem or a stretch of a file is damaged;
      extract: an attachment was left out because it is incomplete or damaged
-  2  usage: a bad argument, an unknown data set, path or option (CmiOptionError)
+  2  usage: a bad argument, an unknown data set, path or option (CmiOptionError),
+     or several data sets to choose from
   3  output: the destination of extract or convert cannot be written"""
 
 

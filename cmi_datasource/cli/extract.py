@@ -37,8 +37,13 @@ class Extraction:
     """What an extract wrote and what it left out, in capture order."""
 
     directory: str
+    overwrite: bool = False  # replace files of DIR of the names written (never those this extract wrote)
     written: List[Dict[str, Any]] = field(default_factory=list)
     skipped: List[Dict[str, Any]] = field(default_factory=list)
+
+    def target(self) -> Dict[str, Any]:
+        """How ``safe_paths`` chooses the next file: replacing or not, keeping what was written."""
+        return {"replace": self.overwrite, "keep": frozenset(w["file"] for w in self.written)}
 
     def skip(self, attachment: Dict[str, Any], problem: str) -> None:
         self.skipped.append({"attachment": attachment["attachment"], "name": attachment["name"],
@@ -48,20 +53,25 @@ class Extraction:
 @cli.command("extract", short_help="Write the files and data sets of a capture into a directory.", epilog=_examples(
     "cmi extract sample_queues/nightly_batch.dmp out/",
     "cmi extract sample_queues/nightly_batch.dmp out/ --datasets csv --mode PERMISSIVE",
+    "cmi extract sample_queues/nightly_batch.dmp out/ --overwrite",
     "cmi extract sample_queues/files.dmp sample_queues/seed000_external_file.dmp files/ --datasets none"))
 @paths_argument
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
 @click.option("--datasets", "dataset_format", type=click.Choice(DATASET_FORMATS), default="parquet",
               show_default=True, help="Write each data set as <name>.parquet or <name>.csv, or not at all.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace files in DIR of the names written (an extract run again), instead of adding "
+                   "'name (2).ext'. A directory is never replaced, a symlink only itself (never what it points to).")
 @mode_setting
 @option_setting
 @json_flag
-def extract(paths: Sequence[str], directory: str, dataset_format: str, mode: Optional[str],
+def extract(paths: Sequence[str], directory: str, dataset_format: str, overwrite: bool, mode: Optional[str],
             options: Sequence[str], as_json: bool) -> None:
     """Write every attachment of a capture into DIR (made when missing): each file as it was sent,
     each data set as a Parquet (or CSV) file with its variables' labels and formats in the
     column metadata. Names come from the capture and are made safe: only the last part of a path
-    is kept (d:\\mytext.txt becomes mytext.txt), nothing already in DIR is replaced (report (2).txt).
+    is kept (d:\\mytext.txt becomes mytext.txt), nothing already in DIR is replaced (report (2).txt)
+    unless --overwrite: then a file of the same name is, once the new one is complete.
 
     An incomplete or damaged attachment is left out with a warning and, in the default FAILFAST
     mode, the exit code is 1. With --mode PERMISSIVE a damaged data set is written with the rows
@@ -73,7 +83,7 @@ def extract(paths: Sequence[str], directory: str, dataset_format: str, mode: Opt
     given = {key: value for key, value in given.items() if key.lower() != "mode"}
     attachments = reading.table(listing).to_pylist()
     files = file_rows(paths, given, listing.mode.name)
-    extraction = Extraction(directory)
+    extraction = Extraction(directory, overwrite)
     with writing(directory):
         os.makedirs(directory, exist_ok=True)
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -120,7 +130,7 @@ def write_file(extraction: Extraction, attachment: Dict[str, Any], row: Optional
         extraction.skip(attachment, row["corrupt"] if row is not None else attachment["problem"])
         return
     with writing(f"{attachment['name']!r} into {extraction.directory}"):
-        chosen = write_new_file(extraction.directory, row["name"], row["content"])
+        chosen = write_new_file(extraction.directory, row["name"], row["content"], **extraction.target())
     extraction.written.append({"file": chosen, "attachment": attachment["attachment"], "name": attachment["name"],
                                "kind": attachment["kind"], "bytes": len(row["content"]), "rows": None,
                                "corrupt_rows": None, "corrupt_column": None})
@@ -142,7 +152,7 @@ def write_dataset(extraction: Extraction, attachment: Dict[str, Any], load: Load
         with contextlib.ExitStack() as new_file:
             with writing(f"into {extraction.directory}"):
                 chosen, sink = new_file.enter_context(
-                    open_new_file(extraction.directory, f"{attachment['name']}.{file_format}"))
+                    open_new_file(extraction.directory, f"{attachment['name']}.{file_format}", **extraction.target()))
             with writing(chosen):
                 writer = table_writer(sink, plan.schema, file_format)
             try:

@@ -4,18 +4,49 @@ set (several when their variables are identical: they are unioned), with errors 
 candidates and say what to read instead."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from ..cmi.assembly import ROLE_OTHER, Attachment
 from ..cmi.header import ATTACHMENT_DATASET
-from ..errors import AttachmentError, CmiOptionError
+from ..errors import AttachmentError, CmiOptionError, Location
+from ..messages import PhysicalMessage
 from ..payload.sas_dataset import DatasetLayout, arrow_schema
 from .capture import Capture
 
 
-def _describe(atts: Sequence[Attachment]) -> str:
-    return "; ".join(f"{a.entry.name} (attachment {a.key_hex}, "
-                     f"{'complete' if a.complete else 'incomplete'})" for a in atts)
+@dataclass(frozen=True)
+class Candidate:
+    """An attachment a read could have chosen, as a choice error lists it."""
+
+    name: str
+    attachment: str  # the key, 32 hex digits
+    kind: str
+    complete: bool
+
+    @classmethod
+    def of(cls, a: Attachment) -> "Candidate":
+        return cls(a.entry.name, a.key_hex, a.entry.kind, a.complete)
+
+    def describe(self) -> str:
+        return f"{self.name} (attachment {self.attachment}, {'complete' if self.complete else 'incomplete'})"
+
+
+class DatasetChoiceError(CmiOptionError):
+    """The options choose no data set, or several that cannot be read together. ``candidates``
+    are the attachments there are to choose from, for a caller to show its own way (the ``cmi``
+    command lists them one a line and says how to name one there)."""
+
+    def __init__(self, problem: str, advice: str = "", candidates: Iterable[Candidate] = ()):
+        self.problem, self.advice, self.candidates = problem, advice, tuple(candidates)
+        listed = "; ".join(c.describe() for c in self.candidates)
+        super().__init__(problem + (f"; {advice}" if advice else "") + (f": {listed}" if listed else ""))
+
+    def __reduce__(self):  # pickled with its fields, not only its text
+        return type(self), (self.problem, self.advice, self.candidates)
+
+
+CHOOSE_ONE = "choose one with option('dataset', 'LIB.MEMBER') or option('attachment', '<key>')"
 
 
 def select_datasets(capture: Capture, dataset: Optional[str] = None, attachment: Optional[str] = None,
@@ -34,9 +65,8 @@ def select_datasets(capture: Capture, dataset: Optional[str] = None, attachment:
         layouts = [capture.layout(a) for a in chosen]
     schemas = [arrow_schema(layout) for layout in layouts]
     if any(not s.equals(schemas[0], check_metadata=True) for s in schemas[1:]):
-        raise CmiOptionError(
-            "several datasets with different variables; choose one with option('dataset', 'LIB.MEMBER') "
-            f"or option('attachment', '<key>'): {_describe(chosen)}")
+        raise DatasetChoiceError(f"several datasets with different variables in {capture.paths}", CHOOSE_ONE,
+                                 map(Candidate.of, chosen))
     return chosen
 
 
@@ -57,7 +87,8 @@ def _named(capture: Capture, dataset: Optional[str], attachment: Optional[str]) 
         wanted = attachment.strip().upper()
         chosen = [a for a in attachments if a.key_hex == wanted]
         if not chosen:
-            raise CmiOptionError(f"no attachment {wanted} in {paths}; attachments: {_describe(attachments)}")
+            raise DatasetChoiceError(f"no attachment {wanted} in {paths}", "the attachments are",
+                                     map(Candidate.of, attachments))
         if chosen[0].entry.attachment_type != ATTACHMENT_DATASET:
             raise CmiOptionError(f"attachment {wanted} is an external file; read it with option('view', 'files')")
         return chosen
@@ -66,7 +97,9 @@ def _named(capture: Capture, dataset: Optional[str], attachment: Optional[str]) 
         chosen = [a for a in datasets if a.entry.name == wanted
                   or ("." not in wanted and a.entry.name.split(".", 1)[-1] == wanted)]
         if not chosen:
-            raise CmiOptionError(f"no dataset {wanted} in {paths}; datasets: {_describe(datasets)}")
+            check_damage_hiding(capture, wanted, datasets)
+            raise DatasetChoiceError(f"no dataset {wanted} in {paths}", "the datasets are",
+                                     map(Candidate.of, datasets))
         return chosen
     if not datasets:
         broken = capture.assembly.broken_headers
@@ -96,9 +129,45 @@ def check_undamaged(chosen: Sequence[Attachment]) -> None:
                 raise unsequenced.damage.within(att.key_hex, sequence).error()
 
 
+def unplaced_damage(capture: Capture) -> List[PhysicalMessage]:
+    """The damaged stretches no attachment claims: what they held is unknown, so each may have
+    been part of any attachment."""
+    return [m for m in capture.damaged() if capture.assembly.role_of(m)[0] == ROLE_OTHER]
+
+
 def check_unplaced_damage(capture: Capture) -> None:
-    """Raise the error of the first damaged stretch no attachment claims: what it held is
-    unknown, so it may have been part of any of them."""
-    for m in capture.messages:
-        if m.damage is not None and capture.assembly.role_of(m)[0] == ROLE_OTHER:
-            raise m.damage.error()
+    """Raise the error of the first damaged stretch no attachment claims."""
+    for m in unplaced_damage(capture)[:1]:
+        raise m.damage.error()  # type: ignore[union-attr]  # unplaced_damage keeps damaged messages only
+
+
+def hiding_places(capture: Capture) -> List[Tuple[str, str, Location]]:
+    """What may hide an attachment from the readable headers, with where it lies: each header
+    that cannot be read (the attachment's name is in it), then each damaged stretch no
+    attachment claims (its header may have been in it)."""
+    return ([("a damaged attachment header", b.problem,
+              b.message.damage.location if b.message.damage is not None else b.message.location())
+             for b in capture.assembly.broken_headers]
+            + [("a damaged stretch", m.damage.problem, m.damage.location)  # type: ignore[union-attr]
+               for m in unplaced_damage(capture)])
+
+
+def check_damage_hiding(capture: Capture, wanted: str, datasets: Sequence[Attachment]) -> None:
+    """A data set the options name is in no readable header: when damage may hide its header,
+    raise that (with where the first damage lies) rather than say the capture has no such data
+    set."""
+    places = hiding_places(capture)
+    if not places:
+        return
+    broken = len(capture.assembly.broken_headers)
+    counted = [f"{n} {one if n == 1 else several}" for n, one, several in (
+        (broken, "damaged attachment header", "damaged attachment headers"),
+        (len(places) - broken, "damaged stretch no attachment claims", "damaged stretches no attachment claims"))
+        if n]
+    readable = "; ".join(c.describe() for c in map(Candidate.of, datasets)) or "none"
+    kind, problem, location = places[0]
+    raise AttachmentError(
+        f"no readable header names dataset {wanted} in {capture.paths}: {' and '.join(counted)} may hide "
+        f"its header; the first is {kind}: {problem}; the readable datasets: {readable}", location,
+        hint="option('view', 'attachments') lists every header with why it cannot be read; "
+             "option('view', 'messages') shows the damaged messages and their bytes")

@@ -4,6 +4,9 @@ fixture's) instead of starting a second JVM."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -13,7 +16,8 @@ from click.testing import CliRunner
 
 from cmi_datasource import read
 from cmi_datasource.cli import cli
-from conftest import SAMPLES
+from conftest import ROOT, SAMPLES
+from support import latin1_dump_at
 
 pytestmark = pytest.mark.spark
 
@@ -63,3 +67,35 @@ def test_convert_permissive_writes_the_report_row(spark, tmp_path):
     written = pa.concat_tables(pq.read_table(p) for p in part_files(out, ".parquet"))
     reports = [r for r in written.column("_corrupt_record").to_pylist() if r]
     assert len(reports) == 1 and "sequenced message 4 is missing" in reports[0]
+
+
+# Two converts in one process (one JVM start): a good one, then one whose task fails.
+TWO_CONVERTS = textwrap.dedent("""
+    import sys
+    from cmi_datasource.cli import main
+    for args in (["convert", sys.argv[1], "FIN.DAILY_SALES", sys.argv[3] + "/good"],
+                 ["convert", sys.argv[2], "LIB.LATIN", sys.argv[3] + "/bad", "-o", "ccsid=1208"]):
+        try:
+            main(args)
+        except SystemExit as e:
+            print("exit", e.code, file=sys.stderr)
+""")
+# Printed by the JVM itself, not by a logger (see test_spark_errors.py).
+JVM_INCUBATOR_LINE = "WARNING: Using incubator modules: jdk.incubator.vector"
+
+
+def test_convert_starts_a_quiet_session_without_the_repositorys_conf(tmp_path):
+    """Issue 28: without conf/, convert printed Spark's WARN banner and progress bars, and one task
+    error printed Java stack traces about four times before the error."""
+    bad = latin1_dump_at(tmp_path / "latin.dmp")
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONF_DIR"}  # as pip users run it
+    env.update(PYSPARK_PYTHON=sys.executable, PYTHONPATH=ROOT)
+    run = subprocess.run([sys.executable, "-c", TWO_CONVERTS, NIGHTLY, bad, str(tmp_path)], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600)
+    assert run.stdout == f"wrote FIN.DAILY_SALES to {tmp_path}/good (parquet)\n"
+    shown = [line for line in run.stderr.splitlines() if line != JVM_INCUBATOR_LINE]
+    assert shown[0] == "exit 0" and shown[-1] == "exit 1", run.stderr
+    assert shown[1].startswith("ValueConversionError: variable S, observation 1: ")
+    assert shown[2].startswith("  what to do: ") and f"  file: {bad}" in shown
+    assert not [line for line in shown if line.startswith(("\tat ", "Caused by")) or " WARN " in line
+                or "Stage 0" in line or "log4j" in line or "ERROR" in line]

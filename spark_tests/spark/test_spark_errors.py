@@ -7,16 +7,13 @@ import subprocess
 import sys
 import textwrap
 
-import pyarrow as pa
 import pytest
 
-from cmi_datasource.engine.write import DatasetToWrite, WriteOptions
 from cmi_datasource.errors import CmiOptionError, UnknownCaptureFormatError, ValueConversionError
 from cmi_datasource.spark.errors import typed_errors, unwrap
-from cmi_datasource.transports.mq.dmpmqmsg import write_dump
 
 from conftest import ROOT
-from support import build_mq_messages
+from support import latin1_dump_at
 
 SPARK_PREFIX = "[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: "
 
@@ -24,13 +21,7 @@ SPARK_PREFIX = "[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source i
 @pytest.fixture(scope="module")
 def latin1_dump(tmp_path_factory) -> str:
     """A data set written in Latin-1 (CCSID 819) over several messages: read as UTF-8 its values fail."""
-    table = pa.table({"S": pa.array(["café"] * 50 + ["naïve"] * 50)})
-    messages = build_mq_messages([DatasetToWrite(table, "LIB", "LATIN")],
-                                 options=WriteOptions(ccsid=819, max_message_bytes=512))
-    path = tmp_path_factory.mktemp("latin") / "latin.dmp"
-    with open(path, "wb") as f:
-        write_dump(f, messages)
-    return str(path)
+    return latin1_dump_at(tmp_path_factory.mktemp("latin") / "latin.dmp")
 
 
 def test_a_file_no_format_recognises_is_named_on_the_first_line(spark, tmp_path):

@@ -18,6 +18,8 @@ from cmi_datasource.cli import cli
 from cmi_datasource.engine import reading, views
 from appended import appended_three_times
 from conftest import ROOT, SAMPLES
+from damaged_nightly import HEADER_DAMAGE, header_damaged
+from symlinks import VICTIM, links_out_of
 
 NIGHTLY = os.path.join(SAMPLES, "nightly_batch.dmp")
 FILES = os.path.join(SAMPLES, "files.dmp")
@@ -31,8 +33,8 @@ def run(*args: str, code: int = 0):
     return result
 
 
-def run_json(*args: str):
-    return json.loads(run(*args, "--json").stdout)
+def run_json(*args: str, code: int = 0):
+    return json.loads(run(*args, "--json", code=code).stdout)
 
 
 class Tables:
@@ -70,8 +72,15 @@ def test_help_lists_every_command_with_examples_and_exit_codes():
     for command in COMMANDS:
         assert f"  {command} " in text
     assert "cmi ls sample_queues/nightly_batch.dmp" in text
-    for line in ("0  success", "1  the capture is damaged", "2  usage", "3  output"):
+    for line in ("0  success", "1  the capture is damaged", "2  usage", "3  output",
+                 "ls: an attachment has a problem or a stretch of a file is damaged", "several data sets to choose"):
         assert line in text
+
+
+def test_the_packages_help_points_to_the_console_command():
+    import pydoc
+    text = pydoc.render_doc(cmi, renderer=pydoc.plaintext)
+    assert "cmi --help" in text and 'cmi.read("sample_queues/nightly_batch.dmp"' in text
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -85,7 +94,8 @@ def test_each_command_has_help_with_examples_on_the_samples(command):
 # -- ls ----------------------------------------------------------------------------------------------
 
 def test_ls_lists_attachments_and_flags_the_incomplete_one():
-    out = run("ls", NIGHTLY).stdout
+    result = run("ls", NIGHTLY, code=1)  # FIN.RETURNS lost a message: the capture is damaged
+    out = result.stdout
     returns = next(line for line in out.splitlines() if "FIN.RETURNS" in line)
     assert "no" in returns and "6/7" in returns and "missing [4]" in returns
     assert "nightly_batch.dmp" not in out  # one file: no source column
@@ -93,21 +103,44 @@ def test_ls_lists_attachments_and_flags_the_incomplete_one():
     assert "yes" in sales and "11/11" in sales and "543" in sales
     assert "sales_notes.txt" in out and "PROD.INVENTORY" in out
     assert "4 attachments, 3 complete, 1 with problems" in out
+    assert result.stderr == "the capture is damaged: 1 attachment with a problem\n"
 
 
 def test_ls_of_several_files_names_each_attachments_file():
-    out = run("ls", NIGHTLY, os.path.join(SAMPLES, "files.dmp")).stdout
+    out = run("ls", NIGHTLY, os.path.join(SAMPLES, "files.dmp"), code=1).stdout
     assert "nightly_batch.dmp" in next(line for line in out.splitlines() if "FIN.RETURNS" in line)
     assert "files.dmp" in next(line for line in out.splitlines() if "logo.bin" in line)
 
 
 def test_ls_json_is_the_attachments_view(nightly):
-    document = run_json("ls", NIGHTLY)
+    document = run_json("ls", NIGHTLY, code=1)  # the document, and the exit code of a damaged capture
     expected = nightly.attachments_table()
     assert [a["name"] for a in document["attachments"]] == expected.column("name").to_pylist()
     returns = next(a for a in document["attachments"] if a["name"] == "FIN.RETURNS")
     assert returns["complete"] is False and "missing [4]" in returns["problem"]
-    assert document["summary"] == {"attachments": 4, "complete": 3, "with_problems": 1}
+    assert document["summary"] == {"attachments": 4, "complete": 3, "with_problems": 1, "damaged_stretches": 0}
+
+
+def test_ls_of_a_whole_capture_exits_0():
+    result = run("ls", os.path.join(SAMPLES, "mixed_types.dmp"))
+    assert "1 attachments, 1 complete, 0 with problems" in result.stdout and result.stderr == ""
+
+
+@pytest.mark.parametrize("how", HEADER_DAMAGE)
+def test_ls_of_a_capture_with_a_damaged_header_exits_1_saying_so(tmp_path, how):
+    path = header_damaged(str(tmp_path), how)
+    result = run("ls", path, code=1)
+    assert "PROD.INVENTORY" in result.stdout  # the listing first, whole
+    if how == "correlid":  # no header row: the stretch is counted and placed
+        assert "2 attachments, 1 complete, 1 with problems, 1 damaged stretches" in result.stdout
+        assert result.stderr == ("the capture is damaged: 1 attachment with a problem and 1 damaged stretch "
+                                 f"(the first stretch: file {path}, message 1, file offset "
+                                 f"{open(path, encoding='latin-1').read().index('A COI ZZ')}; "
+                                 "cmi messages lists them)\n")
+    else:  # the header is a row of its own, with its problem
+        assert "header" in result.stdout and "3 attachments, 1 complete, 2 with problems" in result.stdout
+        assert result.stderr.startswith("the capture is damaged: 2 attachments with problems")
+    assert run_json("ls", path, code=1)["summary"]["damaged_stretches"] == (1 if how != "cut" else 0)
 
 
 def test_ls_reads_several_paths_as_one_load():
@@ -156,6 +189,54 @@ def test_head_json_rows_equal_the_capture_table(nightly):
     assert document["rows"] == json.loads(json.dumps(expected, default=str))
     assert [c["label"] for c in document["columns"]] == ["Business day", "Sales region", "Net sales", "Units sold"]
     assert document["observations"] == 543
+
+
+def test_head_without_a_data_set_shows_the_one_the_capture_holds():
+    """Issue 28: `cmi head FILE` said "Missing argument 'PATH...'" although the path was given."""
+    mixed = os.path.join(SAMPLES, "mixed_types.dmp")
+    document = run_json("head", mixed, "-n", "2")
+    assert document["dataset"] == "WORK.CUSTOMERS" and document["observations"] == 6
+    expected = cmi.read(mixed).slice(0, 2).to_pylist()
+    assert [(r["ID"], r["NAME"], r["OPENED"]) for r in document["rows"]] == [
+        (r["ID"], r["NAME"], r["OPENED"].isoformat()) for r in expected]
+    assert "WORK.CUSTOMERS: first 2 of 6 observations" in run("head", mixed, "-n", "2").stdout
+
+
+def test_head_without_a_data_set_lists_the_choices_one_a_line():
+    result = run("head", NIGHTLY, code=2)
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("DatasetChoiceError: several datasets with different variables in [")
+    assert lines[1] == f"  what to do: name one as DATASET, e.g. cmi head {NIGHTLY} FIN.DAILY_SALES"
+    assert lines[2:] == ["  the data sets:",
+                         "    FIN.DAILY_SALES  complete    attachment 0F822591EA62F28213D077827E09A774",
+                         "    PROD.INVENTORY   complete    attachment 40DD390D1ABB1861D262F9896EB47E8D"]
+    assert "Missing argument" not in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["head", "contents"])
+def test_an_unknown_data_set_lists_every_data_set_the_same_way(command):
+    lines = run(command, NIGHTLY, "NOPE", code=2).stderr.splitlines()
+    assert lines[0].startswith("DatasetChoiceError: no dataset NOPE in [")
+    assert lines[1] == f"  what to do: name one as DATASET, e.g. cmi {command} {NIGHTLY} FIN.DAILY_SALES"
+    assert [line.split()[:2] for line in lines[3:]] == [
+        ["FIN.DAILY_SALES", "complete"], ["PROD.INVENTORY", "complete"], ["FIN.RETURNS", "incomplete"]]
+
+
+@pytest.mark.parametrize("how", HEADER_DAMAGE)
+def test_a_data_set_whose_header_is_damaged_is_said_to_be_so_and_where(tmp_path, how):
+    """Issue 28: a damaged header message made the data set vanish with "no dataset FIN.DAILY_SALES"."""
+    path = header_damaged(str(tmp_path), how)
+    for mode in ("PERMISSIVE", "DROPMALFORMED") + (("FAILFAST",) if how != "correlid" else ()):
+        result = run("head", path, "FIN.DAILY_SALES", "--mode", mode, code=1)
+        first, *rest = result.stderr.splitlines()
+        assert first.startswith("AttachmentError: no readable header names dataset FIN.DAILY_SALES in ")
+        assert "may hide its header" in first and "no dataset FIN" not in first
+        assert rest[0].startswith("  what to do: option('view', 'attachments') lists every header")
+        assert f"  file: {path}" in rest and "  message: 1" in rest
+        assert any(line.startswith("  file offset: ") for line in rest)
+    if how == "correlid":  # FAILFAST stops at damage no attachment claims, with where it is
+        result = run("head", path, "FIN.DAILY_SALES", code=1)
+        assert result.stderr.startswith("DumpSyntaxError: attribute COI") and "  message: 1" in result.stderr
 
 
 def test_head_names_flag_shows_variable_names():
@@ -287,6 +368,35 @@ def test_extract_files_byte_exact_under_safe_names(tmp_path):
     assert (tmp_path / "mytext.txt").read_bytes() == contents["d:\\mytext.txt"]
 
 
+def test_extract_again_with_overwrite_replaces_its_files_and_piles_up_no_copies(tmp_path, nightly):
+    """Issue 28: running extract twice piled up "(2)" copies."""
+    out = tmp_path / "out"
+    run("extract", FILES, EXTERNAL, str(out))
+    run("extract", NIGHTLY, str(out), "--mode", "PERMISSIVE")
+    before = sorted(os.listdir(out))
+    (out / "report.txt").write_bytes(b"edited since")
+    (out / "FIN.DAILY_SALES.parquet").write_bytes(b"not parquet")
+    document = run_json("extract", FILES, EXTERNAL, str(out), "--overwrite")
+    run("extract", NIGHTLY, str(out), "--mode", "PERMISSIVE", "--overwrite")
+    assert sorted(os.listdir(out)) == before and not any("(2)" in name for name in before)
+    contents = {r["name"]: r["content"] for r in cmi.read([FILES, EXTERNAL], view="files").to_pylist()}
+    assert {w["name"]: w["file"] for w in document["written"]}["report.txt"] == "report.txt"
+    assert (out / "report.txt").read_bytes() == contents["report.txt"]
+    assert pq.read_table(out / "FIN.DAILY_SALES.parquet").equals(
+        nightly.dataset_table("FIN.DAILY_SALES", mode="PERMISSIVE"))
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_extract_overwrite_never_writes_through_a_symlink_or_over_a_directory(tmp_path):
+    out, outside = links_out_of(tmp_path, {"report.txt": "victim"})  # the name a file of the capture has
+    (out / "logo.bin").mkdir()
+    document = run_json("extract", FILES, str(out), "--overwrite")
+    files = {w["name"]: w["file"] for w in document["written"]}
+    assert files["report.txt"] == "report.txt" and not os.path.islink(out / "report.txt")
+    assert files["logo.bin"] == "logo (2).bin" and (out / "logo.bin").is_dir()
+    assert (outside / "victim").read_bytes() == VICTIM and os.listdir(outside) == ["victim"]
+
+
 def test_extract_without_data_sets(tmp_path):
     run("extract", NIGHTLY, str(tmp_path), "--datasets", "none")
     assert os.listdir(tmp_path) == ["sales_notes.txt"]
@@ -298,11 +408,6 @@ def test_missing_path_is_a_usage_error(tmp_path):
     result = run("ls", str(tmp_path / "nope.dmp"), code=2)
     assert result.stderr.startswith("PathNotFoundError: path") and "does not exist" in result.stderr
     assert "  what to do: check the path" in result.stderr
-
-
-def test_unknown_data_set_is_a_usage_error_listing_the_data_sets():
-    result = run("head", NIGHTLY, "NOPE", code=2)
-    assert "no dataset NOPE" in result.stderr and "FIN.DAILY_SALES" in result.stderr
 
 
 def test_unknown_option_is_a_usage_error():
@@ -318,7 +423,8 @@ def test_damaged_capture_in_failfast_exits_1_with_the_error_text(tmp_path):
     assert first.startswith("IncompleteAttachmentError: attachment") and "FIN.DAILY_SALES" in first
     assert rest[0].startswith("  what to do: ") and f"  file: {cut}" in rest
     assert "Traceback" not in result.stderr
-    assert "FIN.DAILY_SALES" in run("ls", cut).stdout  # the listing never fails on damage
+    listed = run("ls", cut, code=1)  # the listing is printed whole, and says the capture is damaged
+    assert "FIN.DAILY_SALES" in listed.stdout and listed.stderr.startswith("the capture is damaged")
 
 
 def test_unwritable_destination_exits_3(tmp_path):
@@ -327,6 +433,25 @@ def test_unwritable_destination_exits_3(tmp_path):
     result = run("extract", FILES, str(blocker / "out"), code=3)
     assert result.stderr.startswith("cannot write")
     assert "exists" in run("convert", NIGHTLY, "FIN.DAILY_SALES", str(blocker), code=3).stderr
+
+
+def test_convert_quiets_the_session_it_starts_with_the_log_configuration_the_package_carries():
+    """pip users have no conf/: the package carries the repository's log4j2 configuration (the
+    wheel's package data, pyproject.toml), and convert's own session is started with it."""
+    import importlib.resources
+    from cmi_datasource.cli import convert
+    carried = importlib.resources.files("cmi_datasource.cli") / convert.LOG_CONFIGURATION
+    with open(os.path.join(ROOT, "conf", "log4j2.properties"), encoding="utf-8") as f:
+        assert carried.read_text(encoding="utf-8") == f.read()  # one configuration: the tests' is the users'
+    settings = convert.quiet_session_settings("/x/spark-log4j2.properties")
+    assert settings["spark.driver.extraJavaOptions"] == "-Dlog4j2.configurationFile=/x/spark-log4j2.properties"
+    assert settings["spark.ui.showConsoleProgress"] == "false"
+
+
+def test_convert_lists_the_data_sets_when_none_is_chosen():
+    lines = run("convert", NIGHTLY, "nope", "out dir", code=2).stderr.splitlines()
+    assert lines[0].startswith("DatasetChoiceError: no dataset NOPE")
+    assert lines[1] == f"  what to do: name one as DATASET, e.g. cmi convert {NIGHTLY} FIN.DAILY_SALES 'out dir'"
 
 
 def test_convert_checks_the_data_set_before_starting_spark():
@@ -354,7 +479,7 @@ def test_console_commands_do_not_import_pyspark(tmp_path):
                           env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
     assert [line.split()[:2] for line in done.stderr.splitlines() if line.split()[0] in COMMANDS] == [
-        ["ls", "0"], ["contents", "0"], ["head", "0"], ["messages", "0"], ["extract", "0"], ["convert", "2"]]
+        ["ls", "1"], ["contents", "0"], ["head", "0"], ["messages", "0"], ["extract", "0"], ["convert", "2"]]
 
 
 def test_python_dash_m_exit_codes_and_stderr(tmp_path):
@@ -376,8 +501,9 @@ def test_the_installed_console_command_runs():
     assert os.access(command, os.X_OK), "the package is not installed in this environment: run make test"
     done = subprocess.run([command, "ls", NIGHTLY, "--json"], cwd=ROOT, capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["summary"] == {"attachments": 4, "complete": 3, "with_problems": 1}
+    assert done.returncode == 1, done.stderr  # FIN.RETURNS lost a message
+    assert json.loads(done.stdout)["summary"] == {"attachments": 4, "complete": 3, "with_problems": 1,
+                                                  "damaged_stretches": 0}
 
 
 # -- packed reads (issue 27) ---------------------------------------------------------------------

@@ -10,6 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cmi_datasource.safe_paths import MAX_NAME_BYTES, UNNAMED, open_new_file, safe_name, write_new_file
+from symlinks import VICTIM, links_out_of
+
+# A link to a file outside, a dangling one (O_CREAT alone would create its target), a link to a folder.
+LINKS = {"passwd": "victim", "dangling": "missing", "dir": ""}
 
 
 def inside(directory, relative) -> str:
@@ -115,17 +119,11 @@ def test_a_long_name_stays_within_the_limit_when_numbered(tmp_path):
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
 def test_an_existing_symlink_is_never_followed_or_replaced(tmp_path):
-    target, outside = tmp_path / "out", tmp_path / "outside"
-    target.mkdir()
-    outside.mkdir()
-    (outside / "victim").write_bytes(b"untouched")
-    os.symlink(outside / "victim", target / "passwd")
-    os.symlink(outside / "missing", target / "dangling")  # a dangling link: O_CREAT alone would create its target
-    os.symlink(outside, target / "dir")
+    target, outside = links_out_of(tmp_path, LINKS)
     assert write_new_file(target, "../../passwd", b"evil") == "passwd (2)"
     assert write_new_file(target, "dangling", b"evil") == "dangling (2)"
     assert write_new_file(target, "dir", b"evil") == "dir (2)"
-    assert (outside / "victim").read_bytes() == b"untouched"
+    assert (outside / "victim").read_bytes() == VICTIM
     assert sorted(os.listdir(outside)) == ["victim"]
     assert os.path.islink(target / "passwd") and os.path.islink(target / "dangling")
 
@@ -160,6 +158,13 @@ def test_any_name_is_written_inside_the_directory(name):
             with open(inside(target, chosen), "rb") as f:
                 assert f.read() == content
         assert sorted(os.listdir(target)) == sorted([first, second])
+        # Run again with replace, as an extract keeping what it has written: the same names, new contents.
+        assert write_new_file(target, name, b"three", replace=True) == first
+        assert write_new_file(target, name, b"four", replace=True, keep={first}) == second
+        for chosen, content in ((first, b"three"), (second, b"four")):
+            with open(inside(target, chosen), "rb") as f:
+                assert f.read() == content
+        assert sorted(os.listdir(target)) == sorted([first, second])
         assert os.listdir(root) == ["out"]
 
 
@@ -173,3 +178,58 @@ def test_a_file_written_piece_by_piece_is_removed_when_the_writing_fails(tmp_pat
             out.write(b"half")
             raise RuntimeError("source failed")
     assert chosen == "part (2).parquet" and sorted(os.listdir(tmp_path)) == ["part.parquet"]
+
+
+# -- replace (cmi extract --overwrite) ---------------------------------------------------------------
+
+def test_replace_writes_over_a_file_of_the_name_chosen_and_leaves_no_hidden_file(tmp_path):
+    (tmp_path / "report.txt").write_bytes(b"old and longer")
+    (tmp_path / "other.txt").write_bytes(b"other")
+    assert write_new_file(tmp_path, "../report.txt", b"new", replace=True) == "report.txt"
+    assert (tmp_path / "report.txt").read_bytes() == b"new"
+    assert sorted(os.listdir(tmp_path)) == ["other.txt", "report.txt"]
+    assert write_new_file(tmp_path, "fresh.bin", b"x", replace=True) == "fresh.bin"  # nothing to replace
+
+
+def test_running_twice_with_replace_gives_the_same_names_and_no_copies(tmp_path):
+    names = ["a/report.txt", "b/report.txt", "CON", "x" * 400 + ".csv"]
+    first = [write_new_file(tmp_path, n, b"1" + n.encode()) for n in names]
+    kept: set = set()
+    for n in names:  # as an extract run again keeps what it has written so far
+        kept.add(write_new_file(tmp_path, n, b"2" + n.encode(), replace=True, keep=kept))
+    assert first[:2] == ["report.txt", "report (2).txt"] and sorted(kept) == sorted(first)
+    assert sorted(os.listdir(tmp_path)) == sorted(first)
+    for name, chosen in zip(names, first):
+        assert (tmp_path / chosen).read_bytes() == b"2" + name.encode()
+
+
+def test_replace_never_replaces_a_name_to_keep_or_a_directory(tmp_path):
+    (tmp_path / "report.txt").write_bytes(b"written by this run")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "inner").write_bytes(b"inside")
+    assert write_new_file(tmp_path, "report.txt", b"next", replace=True, keep={"report.txt"}) == "report (2).txt"
+    assert (tmp_path / "report.txt").read_bytes() == b"written by this run"
+    assert write_new_file(tmp_path, "sub", b"file", replace=True) == "sub (2)"
+    assert (tmp_path / "sub" / "inner").read_bytes() == b"inside"
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_replace_replaces_a_symlink_itself_and_never_writes_through_it(tmp_path):
+    target, outside = links_out_of(tmp_path, LINKS)  # a link to a folder too is replaced, the folder untouched
+    for name in ("../../passwd", "dangling", "dir"):
+        chosen = write_new_file(target, name, b"evil", replace=True)
+        assert chosen == os.path.basename(name)
+        assert not os.path.islink(target / chosen) and (target / chosen).read_bytes() == b"evil"
+    assert (outside / "victim").read_bytes() == VICTIM and sorted(os.listdir(outside)) == ["victim"]
+    assert sorted(os.listdir(target)) == ["dangling", "dir", "passwd"]
+
+
+def test_a_failed_replacing_write_leaves_the_old_file_as_it_was(tmp_path):
+    (tmp_path / "part.parquet").write_bytes(b"the old content")
+    with pytest.raises(RuntimeError, match="source failed"):
+        with open_new_file(tmp_path, "part.parquet", replace=True) as (chosen, out):
+            out.write(b"half")
+            raise RuntimeError("source failed")
+    assert chosen == "part.parquet" and (tmp_path / "part.parquet").read_bytes() == b"the old content"
+    assert os.listdir(tmp_path) == ["part.parquet"]  # the hidden partial file is gone
+
