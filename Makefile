@@ -9,22 +9,31 @@ export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 # Driver and Python workers import the working tree, never a stale installed copy.
 export PYTHONPATH := $(CURDIR)
+# Debian installs mosquitto (and, on some releases, tcpdump) in /usr/sbin, which is not on a
+# non-root user's PATH: the live tests look them up on PATH.
+export PATH := $(PATH):/usr/sbin:/sbin
 SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
 
-.PHONY: demo test lint typecheck docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
+.PHONY: demo test test-tools lint typecheck docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
 
 # A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
 # pyspark_* modules on sys.path, which an editable install's import hook would hide.
 # The demo needs the package alone; the tests add their extras (moto, atheris, Jupyter: 1.7 GB).
+# DEMO_STAMP: the package alone (make demo, make docs). STAMP: with the test extras (make test and
+# the tools' targets); it marks the package as installed too.
 DEMO_STAMP := $(VENV)/.installed-demo
-$(DEMO_STAMP): $(SOURCES)
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+
+# A failed creation (Debian without python3-venv) leaves no half-made .venv that a later run would
+# take for a working one.
+$(PY):
+	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "Could not create $(VENV) with $(PYTHON): it needs Python 3.10+ with its venv module (Debian/Ubuntu: apt-get install python3-venv)" >&2; exit 1; }
+
+$(DEMO_STAMP): $(SOURCES) | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet .
 	touch $(DEMO_STAMP)
 
-$(STAMP): $(SOURCES)
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(STAMP): $(SOURCES) | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet ".[test]"
 	touch $(STAMP) $(DEMO_STAMP)
@@ -33,7 +42,12 @@ check-java:
 	@command -v java >/dev/null 2>&1 || { echo "Java is missing: Spark needs Java 17 (e.g. apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@java -version 2>&1 | grep -Eq 'version "(17|21)' || { echo "Java 17 is required, found: $$(java -version 2>&1 | head -1)"; exit 1; }
 
-demo: $(DEMO_STAMP) check-java
+# The live tests run a real broker and capture its traffic: Debian's mosquitto, mosquitto-clients
+# and tcpdump, installed when missing (as root or through sudo; otherwise it says what to install).
+test-tools:
+	bash scripts/test_tools.sh
+
+demo: check-java $(DEMO_STAMP)
 	$(PY) scripts/demo.py
 
 # Static checks, configured in pyproject.toml ([tool.ruff], [tool.mypy]).
@@ -43,13 +57,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy cmi_datasource
 
-# CI in stages, each stopping the run when it fails: lint, typecheck, the fast unit tests (no Spark,
-# no broker, about a minute), then the rest (Spark, S3, live broker and capture, cluster, slow tests).
-# The markers are assigned by folder in spark_tests/conftest.py. The live tests run a real broker and
-# capture its traffic: scripts/test_tools.sh installs Debian's mosquitto, mosquitto-clients and
-# tcpdump when they are missing.
-test: lint typecheck docs check-java
-	bash scripts/test_tools.sh
+# CI in stages, each stopping the run when it fails: what the machine needs first (Java, the live
+# tests' tools), then lint, typecheck, the docs, the fast unit tests (no Spark, no broker, about a
+# minute), then the rest (Spark, S3, live broker and capture, cluster, slow tests). The markers are
+# assigned by folder in spark_tests/conftest.py.
+test: check-java test-tools lint typecheck docs
 	$(PY) -m pytest -q -m unit
 	$(PY) -m pytest -q -m "not unit"
 

@@ -17,8 +17,9 @@ class DefaultSource(DataSource):
         return "cmi"
 
     def _source(self):
-        from cmi_datasource.spark.source import CmiDataSource
-        return CmiDataSource(self.options)
+        # A worker whose Python lacks the package's dependencies says so, naming PYSPARK_PYTHON.
+        from cmi_datasource.spark.workers import source_class
+        return source_class()(self.options)
 
     def schema(self):
         return self._source().schema()

@@ -45,7 +45,12 @@ def __getattr__(name: str):
 
 
 def register(spark) -> None:
-    """Register the ``cmi`` format on a session where data source discovery does not apply."""
+    """Register the ``cmi`` format on a session where data source discovery does not apply.
+
+    On a local session, first checks that Spark's Python workers can import the package: a
+    ``WorkerPythonError`` naming ``PYSPARK_PYTHON`` when they cannot (``spark/workers.py``)."""
+    from .spark.workers import check_worker_python
+    check_worker_python(spark)
     from .spark.source import CmiDataSource
     spark.dataSource.register(CmiDataSource)
 

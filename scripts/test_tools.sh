@@ -3,11 +3,14 @@
 # (Debian's mosquitto, mosquitto-clients and tcpdump). Installed with apt-get when missing, as root
 # or through sudo; otherwise says what to install and stops, so that `make test` never fails later
 # with a less helpful message. Called by `make test` (and so by .ci/run).
+#
+# The tools are looked for on PATH, as the tests look for them: the Makefile puts /usr/sbin, where
+# Debian installs mosquitto, on PATH (a non-root user's PATH lacks it).
 set -euo pipefail
 missing=()
-command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing+=(mosquitto)
+command -v mosquitto >/dev/null 2>&1 || missing+=(mosquitto)
 command -v mosquitto_pub >/dev/null 2>&1 || missing+=(mosquitto-clients)
-command -v tcpdump >/dev/null 2>&1 || [ -x /usr/sbin/tcpdump ] || [ -x /usr/bin/tcpdump ] || missing+=(tcpdump)
+command -v tcpdump >/dev/null 2>&1 || missing+=(tcpdump)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ]; then
   as_root=()

@@ -22,6 +22,11 @@ class StagingLostError(CmiError):
     the job's own abort): nothing of the job was committed."""
 
 
+class WorkerPythonError(CmiError):
+    """Spark's Python workers run an interpreter that cannot import the source (``PYSPARK_PYTHON``
+    unset or naming another Python than the one with cmi-datasource): ``spark/workers.py``."""
+
+
 # Spark shows the class with its module: cmi_datasource.errors.X, or the module of the layer that raises it
 # (a transport's, this one's).
 _NAMED = re.compile(r"(cmi_datasource(?:\.\w+)*)\.([A-Za-z]+Error): ")
