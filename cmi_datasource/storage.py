@@ -268,9 +268,14 @@ def identity(path: str) -> Identity:
 
 
 def modification_times(paths: Sequence[str]) -> List[Optional[int]]:
-    """Each file's modification time in nanoseconds since the epoch, None for one that is gone;
-    the files of one store are asked about in one request."""
-    times: List[Optional[int]] = [None] * len(paths)
+    """Each file's modification time in nanoseconds since the epoch, None for one that is gone."""
+    return [None if found is None else found[0] for found in times_and_sizes(paths)]
+
+
+def times_and_sizes(paths: Sequence[str]) -> List[Optional[Tuple[int, int]]]:
+    """Each file's (modification time in nanoseconds since the epoch, size in bytes), None for
+    one that is gone; the files of one store are asked about in one request."""
+    found_all: List[Optional[Tuple[int, int]]] = [None] * len(paths)
     by_store: Dict[int, Tuple[object, List[Tuple[int, str]]]] = {}
     for at, path in enumerate(paths):
         if is_remote(path):
@@ -278,9 +283,10 @@ def modification_times(paths: Sequence[str]) -> List[Optional[int]]:
             by_store.setdefault(id(fs), (fs, []))[1].append((at, inner))
             continue
         try:
-            times[at] = os.stat(local_path(path)).st_mtime_ns
+            stat = os.stat(local_path(path))
         except FileNotFoundError:
-            pass
+            continue
+        found_all[at] = (stat.st_mtime_ns, stat.st_size)
     if by_store:
         import pyarrow.fs as pafs
     for fs, group in by_store.values():
@@ -289,8 +295,9 @@ def modification_times(paths: Sequence[str]) -> List[Optional[int]]:
         except OSError as e:
             raise _refused(paths[group[0][0]], e, "listing") from None
         for (at, _), info in zip(group, found):
-            times[at] = None if info.type == pafs.FileType.NotFound else info.mtime_ns
-    return times
+            if info.type != pafs.FileType.NotFound:
+                found_all[at] = (info.mtime_ns, info.size)
+    return found_all
 
 
 def _missing(fs, inner: str, given: str) -> PathNotFoundError:

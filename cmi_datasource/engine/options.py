@@ -88,6 +88,23 @@ def _name_glob(raw: str, name: str) -> str:
     return raw
 
 
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(raw: str, name: str) -> float:
+    """Seconds, given as a number of seconds or with a unit: ``90s``, ``30m``, ``2h``, ``1d``."""
+    given = raw.strip().lower()
+    unit = _DURATION_UNITS.get(given[-1:], None)
+    try:
+        value = float(given[:-1] if unit else given) * (unit or 1)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise CmiOptionError(f"option {name} must be a positive duration such as '90s', '30m', '2h', '1d' or a "
+                             f"number of seconds, not {raw!r}")
+    return value
+
+
 def _view_name(raw: str, name: str) -> str:
     return raw.strip().lower()  # a name in views.VIEWS or a transport's view: checked there
 
@@ -212,6 +229,18 @@ OPTIONS: Tuple[Option, ...] = (
           "read from it are reported by `PERMISSIVE`'s corrupt-record rows. A path given to `load()` that names "
           "nothing still fails, as in Spark. Spark's session conf `spark.sql.files.ignoreMissingFiles` does not "
           "reach a Python data source: set the option.", False, field="ignore_missing_files"),
+    _read("maxFilesPerTrigger", whole_number(), "A stream (`spark.readStream`): the most new capture files one "
+          "micro-batch takes, oldest first, as in Spark's file sources (`trigger(availableNow=True)` honours it "
+          "too); files still holding incomplete attachments are read again besides. Not with "
+          "`maxBytesPerTrigger`. Batch reads ignore it ([streaming](streaming.md)).", field="max_files_per_trigger"),
+    _read("maxBytesPerTrigger", whole_number(), "A stream: the most bytes of new capture files (as stored, "
+          "compressed or not) one micro-batch takes; a micro-batch takes at least one file. Not with "
+          "`maxFilesPerTrigger`.", field="max_bytes_per_trigger"),
+    _read("attachmentTimeout", _duration, "A stream: how long an incomplete attachment (its messages spread over "
+          "files still to land) waits for the rest, counted from the modification time of the newest file "
+          "holding any of its messages: `90s`, `30m`, `2h`, `1d`, or seconds. Then it is given up and option "
+          "`mode` decides, as for an incomplete attachment in a batch read.", 3600.0, "1h",
+          field="attachment_timeout"),
 
     _write("dataset", _write_dataset, "Library and member name of the attachment (SAS names).", ("WORK", "DATA"),
            "WORK.DATA"),
@@ -335,6 +364,12 @@ class ReadOptions:
     modified_after: Optional[int] = None  # nanoseconds since the epoch: files modified after it (paths.py)
     ignore_corrupt_files: bool = False  # a file that is no capture is left out (capture.py)
     ignore_missing_files: bool = False  # a file gone between listing and reading is left out (paths, capture, views)
+    max_files_per_trigger: Optional[int] = None  # a stream's micro-batch takes at most this many new files
+    max_bytes_per_trigger: Optional[int] = None  # ... or new files of at most this many bytes (one at least)
+    attachment_timeout: float = 3600.0  # seconds a stream waits for the rest of an incomplete attachment
+    # Not an option: the keys of the dataset attachments read, when a stream's micro-batch chooses
+    # them (engine/stream.py); None: options dataset and attachment choose.
+    attachments: Optional[Tuple[str, ...]] = None
 
     # The parsers read the bound of their process (containers.max_record_bytes): options made here,
     # or unpickled in a Spark worker, set it there.
@@ -377,6 +412,9 @@ class ReadOptions:
         if before is not None and after is not None and before <= after:
             raise CmiOptionError(f"options modifiedBefore ({instant_text(before)}) and modifiedAfter "
                                  f"({instant_text(after)}) leave no time a file could have been modified in")
+        if values["maxFilesPerTrigger"] is not None and values["maxBytesPerTrigger"] is not None:
+            raise CmiOptionError("options maxFilesPerTrigger and maxBytesPerTrigger cannot both be given: a "
+                                 "micro-batch is limited one way (Spark takes one read limit of a Python source)")
         return cls(paths=paths, charsets=CharsetPolicy(values["defaultCcsid"], values["ccsid"]),
                    transport_options=_transport_given(given), **_held(cls, READ, values))
 

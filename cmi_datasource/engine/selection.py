@@ -50,12 +50,17 @@ CHOOSE_ONE = "choose one with option('dataset', 'LIB.MEMBER') or option('attachm
 
 
 def select_datasets(capture: Capture, dataset: Optional[str] = None, attachment: Optional[str] = None,
-                    tolerant: bool = False) -> List[Attachment]:
-    """The dataset attachments a read returns (several only when unionable). Not ``tolerant``
-    (FAILFAST), damage in them or anywhere it cannot be placed raises."""
+                    tolerant: bool = False, keys: Optional[Sequence[str]] = None) -> List[Attachment]:
+    """The dataset attachments a read returns (several only when unionable): those ``keys``
+    name when given (a stream's micro-batch: engine/stream.py), else those the options choose.
+    Not ``tolerant`` (FAILFAST), damage in them or anywhere it cannot be placed raises."""
     if not tolerant:
         check_unplaced_damage(capture)
-    chosen = _named(capture, dataset, attachment)
+    if keys is not None:
+        wanted = set(keys)
+        chosen = [a for a in capture.dataset_attachments() if a.key_hex in wanted]
+    else:
+        chosen = _named(capture, dataset, attachment)
     if tolerant:
         layouts: List[DatasetLayout] = [r.layout for r in map(capture.recovery, chosen) if r.layout is not None]
     else:
@@ -64,7 +69,7 @@ def select_datasets(capture: Capture, dataset: Optional[str] = None, attachment:
             a.ordered_messages()  # IncompleteAttachmentError for an incomplete selection
         layouts = [capture.layout(a) for a in chosen]
     schemas = [arrow_schema(layout) for layout in layouts]
-    if any(not s.equals(schemas[0], check_metadata=True) for s in schemas[1:]):
+    if keys is None and any(not s.equals(schemas[0], check_metadata=True) for s in schemas[1:]):
         raise DatasetChoiceError(f"several datasets with different variables in {capture.paths}", CHOOSE_ONE,
                                  map(Candidate.of, chosen))
     return chosen
@@ -94,8 +99,7 @@ def _named(capture: Capture, dataset: Optional[str], attachment: Optional[str]) 
         return chosen
     if dataset:
         wanted = dataset.strip().upper()
-        chosen = [a for a in datasets if a.entry.name == wanted
-                  or ("." not in wanted and a.entry.name.split(".", 1)[-1] == wanted)]
+        chosen = [a for a in datasets if names_dataset(dataset, a)]
         if not chosen:
             check_damage_hiding(capture, wanted, datasets)
             raise DatasetChoiceError(f"no dataset {wanted} in {paths}", "the datasets are",
@@ -114,6 +118,12 @@ def _named(capture: Capture, dataset: Optional[str], attachment: Optional[str]) 
             "its attachments are external files: read them with option('view', 'files')"
             if attachments else "see option('view', 'attachments') or option('view', 'messages')"))
     return [a for a in datasets if a.complete] or datasets
+
+
+def names_dataset(dataset: str, att: Attachment) -> bool:
+    """Whether option ``dataset`` (``LIB.MEMBER`` or ``MEMBER``, any case) names the attachment."""
+    wanted = dataset.strip().upper()
+    return att.entry.name == wanted or ("." not in wanted and att.entry.name.split(".", 1)[-1] == wanted)
 
 
 def check_undamaged(chosen: Sequence[Attachment]) -> None:

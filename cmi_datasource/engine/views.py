@@ -88,7 +88,7 @@ class DatasetView(View):
         """The chosen attachments and what can be read of each: everything (FAILFAST, which
         raises on damage), or what the trust rule proves (recovery.py)."""
         o, capture = load.options, load.capture(after_planning)
-        chosen = select_datasets(capture, o.dataset, o.attachment, tolerant=not load.mode.raises)
+        chosen = select_datasets(capture, o.dataset, o.attachment, tolerant=not load.mode.raises, keys=o.attachments)
         if load.mode.raises:
             return [(a, whole_run(capture, a)) for a in chosen]
         return [(a, capture.recovery(a)) for a in chosen]

@@ -1,0 +1,360 @@
+"""A folder of captures read as a stream (``spark.readStream.format("cmi")``), without Spark: the
+offsets, which files and attachments each micro-batch reads, and its parts, read by the batch path
+(``reading.py``) over the micro-batch's files, restricted to the attachments it emits.
+
+The offset (a JSON dict, what Spark checkpoints) holds:
+
+- ``taken``: ``[mtime_ns, path]`` of the newest file read. Files are taken in the order of
+  (modification time, path): every file at or before it has been read, every one after it not.
+  So the offset stays small whatever the number of files (no list of every file seen).
+- ``carried``: ``[path, mtime_ns]`` of the files holding messages of ``waiting`` attachments:
+  each micro-batch reads them again with its new files, so an attachment rotated into the next
+  file completes there.
+- ``waiting``: the keys of the data set's attachments still incomplete (bounded by
+  ``attachmentTimeout``: one waiting longer is given up).
+- ``new``: how many files the micro-batch ending here took after the previous ``taken``, and a
+  digest of their paths: replaying the micro-batch (after a failure) checks that it reads the
+  same files.
+- ``given_up``: the attachments this micro-batch gives up: the read mode decides about them.
+
+A micro-batch (``start`` to ``end``) reads the files ``start`` carries and the files after
+``start.taken`` up to ``end.taken``, and emits the attachments that are complete there and were
+not emitted before: those ``start`` waited for, and those none of whose messages lie in a
+carried file (an attachment complete in a carried file was complete, and emitted, when that file
+was read before). Both steps are functions of the offsets and the files alone, so a replay
+emits the same rows: with Spark's checkpoint every row reaches the sink once.
+
+Limits (docs/streaming.md): a file must land whole (written elsewhere and moved in) and with a
+modification time after the newest file read; a file changed after it was read is not read again.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, replace
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+import pyarrow as pa
+
+from ..cmi.assembly import Attachment
+from ..errors import AttachmentError, CmiError, CmiOptionError, IncompleteAttachmentError
+from ..payload.sas_dataset import arrow_schema
+from ..storage import PathNotFoundError, exists, times_and_sizes
+from .capture import Capture, open_cached
+from .load import Load
+from .modes import read_mode
+from .options import ReadOptions
+from .plan import Part
+from .reading import plan, read_part
+from .selection import names_dataset
+
+_LOG = logging.getLogger(__name__)
+
+OFFSET_VERSION = 1
+
+# A read limit of a micro-batch: ("files", n), ("bytes", n), or None (all that is there).
+Limit = Optional[Tuple[str, int]]
+
+
+@dataclass(frozen=True, order=True)
+class Landed:
+    """A capture file of the folder, in the order files are taken: by modification time, then path."""
+
+    mtime_ns: int
+    path: str
+    size: int = 0
+
+    @property
+    def mark(self) -> Tuple[int, str]:
+        return (self.mtime_ns, self.path)
+
+
+def stream_options(options: ReadOptions) -> ReadOptions:
+    """The options of a stream, checked: it reads one data set, named."""
+    if options.view != "dataset":
+        raise CmiOptionError(f"a stream reads the dataset view; view {options.view!r} cannot be read as a stream yet: "
+                             f"read it with spark.read")
+    if not options.dataset:
+        raise CmiOptionError("a stream reads one data set: name it with option('dataset', 'LIB.MEMBER')")
+    return options
+
+
+def _digest(paths: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(paths).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def _attachment_files(att: Attachment) -> Set[str]:
+    """The files holding any message of the attachment."""
+    messages = [att.header_message, att.application, att.count_message, *att.sequenced.values()]
+    return {span[0] for m in messages if m is not None for span in m.spans}
+
+
+@dataclass(frozen=True)
+class Sorted:
+    """The data set's attachments in the files of a micro-batch, sorted by what becomes of them."""
+
+    emitted: Tuple[str, ...]  # complete now, not emitted before
+    incomplete: Dict[str, Set[str]]  # key -> its files: still waiting, unless given up
+
+
+def sort_attachments(capture: Capture, dataset: str, carried: Set[str], waiting: Set[str]) -> Sorted:
+    """The rule of the module docstring. An incomplete attachment with a message in a carried
+    file that was not waiting was given up before: it is neither emitted nor waited for again.
+    An attachment damaged beyond missing messages (its ``problems``) waits for nothing: it is
+    emitted, and the read mode decides."""
+    emitted: List[str] = []
+    incomplete: Dict[str, Set[str]] = {}
+    for att in capture.dataset_attachments():
+        if not names_dataset(dataset, att):
+            continue
+        key, files = att.key_hex, _attachment_files(att)
+        new = key in waiting or not (files & carried)
+        if not new:
+            continue
+        if att.complete or att.problems:
+            emitted.append(key)
+        else:
+            incomplete[key] = files
+    return Sorted(tuple(dict.fromkeys(emitted)), incomplete)
+
+
+@dataclass(frozen=True)
+class StreamReport(Part):
+    """PERMISSIVE's rows about attachments a micro-batch does not read (other variables than the
+    stream's schema): nulls, and the corrupt-record column saying why."""
+
+    texts: Tuple[str, ...]
+
+    rows = 0
+
+
+@dataclass(frozen=True)
+class BatchPart:
+    """One partition of a micro-batch: a part of the batch read over the micro-batch's files
+    (``options``: the stream's, with those files and the attachments emitted), or a report."""
+
+    options: ReadOptions
+    part: Part
+
+
+class FolderStream:
+    """The stream of one data set's rows from the capture files landing under ``options.paths``."""
+
+    def __init__(self, options: ReadOptions, schema: pa.Schema):
+        self.options = stream_options(options)
+        self.schema = schema  # the stream's, as Spark has it (the read mode's columns included)
+        self.target: Optional[Tuple[int, str]] = None  # trigger(availableNow=True): no file after it
+        self._listed: Dict[str, Landed] = {}
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def landed(self) -> List[Landed]:
+        """The capture files there now (the read's file options applied), in the order taken."""
+        try:
+            files = self.options.files()
+        except PathNotFoundError:
+            if any(exists(p) for p in self.options.paths):
+                return []  # a folder with nothing (chosen) in it yet
+            raise
+        found = [Landed(info[0], path, info[1]) for path, info in zip(files, times_and_sizes(files))
+                 if info is not None]
+        self._listed = {f.path: f for f in found}
+        return sorted(found)
+
+    def _after(self, landed: Sequence[Landed], taken: Optional[Sequence]) -> List[Landed]:
+        mark = None if taken is None else (int(taken[0]), str(taken[1]))
+        return [f for f in landed if mark is None or f.mark > mark]
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    def initial_offset(self) -> dict:
+        return {"version": OFFSET_VERSION, "taken": None, "carried": [], "waiting": [],
+                "new": {"files": 0, "digest": _digest([])}, "given_up": []}
+
+    def prepare_available_now(self) -> None:
+        """``trigger(availableNow=True)``: the files there now are the last the query takes."""
+        landed = self.landed()
+        self.target = landed[-1].mark if landed else (-1, "")
+
+    def latest_offset(self, start: dict, limit: Limit, now_ns: Optional[int] = None) -> dict:
+        """The offset ending the next micro-batch: ``start`` itself when there is nothing to do."""
+        start = _checked(start)
+        landed = self.landed()
+        new = self._after(landed, start["taken"])
+        if self.target is not None:
+            new = [f for f in new if f.mark <= self.target]
+        new = _limited(new, limit)
+        waiting = set(start["waiting"])
+        if not new and not waiting:
+            return start
+        carried = {path: mtime for path, mtime in start["carried"]}
+        files = sorted([Landed(mtime, path) for path, mtime in carried.items()] + new)
+        found = sort_attachments(self._capture([f.path for f in files]), self.options.dataset or "",
+                                 set(carried), waiting)
+        mtimes = {f.path: f.mtime_ns for f in files}
+        now_ns = time.time_ns() if now_ns is None else now_ns
+        timeout_ns = int(self.options.attachment_timeout * 1e9)
+        given_up = sorted(key for key, held in found.incomplete.items()
+                          if now_ns - max(mtimes.get(p, 0) for p in held) > timeout_ns)
+        still = {key: held for key, held in found.incomplete.items() if key not in given_up}
+        if not new and not given_up:
+            return start  # the waiting attachments wait on
+        end = {"version": OFFSET_VERSION,
+               "taken": list(new[-1].mark) if new else start["taken"],
+               "carried": sorted([p, mtimes[p]] for p in set().union(*still.values()) if p in mtimes),
+               "waiting": sorted(still),
+               "new": {"files": len(new), "digest": _digest([f.path for f in new])},
+               "given_up": given_up}
+        return end
+
+    def _capture(self, paths: Sequence[str]) -> Capture:
+        o = self.options
+        return open_cached(paths, o.charsets, o.format, o.transport_options, o.ignore_corrupt_files,
+                           ignore_missing=o.ignore_missing_files)
+
+    # -- a micro-batch --------------------------------------------------------------------------
+
+    def batch_files(self, start: dict, end: dict) -> List[str]:
+        """The files the micro-batch from ``start`` to ``end`` reads: those ``start`` carries and
+        the new ones, checked against what ``end`` recorded of them."""
+        start, end = _checked(start), _checked(end)
+        new = self._after(self.landed(), start["taken"])
+        upto = None if end["taken"] is None else (int(end["taken"][0]), str(end["taken"][1]))
+        new = [f for f in new if upto is not None and f.mark <= upto]
+        paths = [f.path for f in new]
+        if len(paths) != end["new"]["files"] or _digest(paths) != end["new"]["digest"]:
+            raise CmiOptionError(
+                f"the files of a micro-batch differ from those it took when it was planned ({end['new']['files']} "
+                f"then, {len(paths)} now): a file landed with a modification time older than the newest file read, "
+                f"or one was removed; files must land in modification-time order and stay until read (see "
+                f"docs/streaming.md)")
+        carried = [Landed(mtime, path) for path, mtime in start["carried"]]
+        return [f.path for f in sorted(carried + new)]
+
+    def partitions(self, start: dict, end: dict) -> List[BatchPart]:
+        """The micro-batch's parts: the batch read's parts over its files, of the attachments it
+        emits; the attachments given up as the read mode has incomplete ones."""
+        if _checked(start) == _checked(end):
+            return []
+        files = self.batch_files(start, end)
+        if not files:
+            return []
+        capture = self._capture(files)
+        found = sort_attachments(capture, self.options.dataset or "", {p for p, _ in start["carried"]},
+                                 set(start["waiting"]))
+        emitted = list(found.emitted) + [k for k in end["given_up"] if k in found.incomplete]
+        mode = read_mode(self.options)
+        if mode.raises:
+            self._fail_on_given_up(capture, end["given_up"])
+        emitted, texts = self._same_variables(capture, emitted)
+        parts: List[BatchPart] = []
+        if emitted:
+            options = replace(self.options, paths=tuple(files), attachments=tuple(emitted))
+            parts += [BatchPart(options, part) for part in plan(Load(options)).parts or ()]
+        if texts and mode.reports:
+            parts.append(BatchPart(self.options, StreamReport(tuple(texts))))
+        return parts
+
+    def _fail_on_given_up(self, capture: Capture, given_up: Sequence[str]) -> None:
+        for att in capture.dataset_attachments():
+            if att.key_hex in given_up:
+                raise IncompleteAttachmentError(
+                    f"attachment {att.key_hex} ({att.entry.kind} {att.entry.name}) is still incomplete after option "
+                    f"attachmentTimeout ({self.options.attachment_timeout:g} s) since its newest file landed: "
+                    f"{att.why_incomplete()}", att.header_message.location().within(att.key_hex),
+                    "the rest of its messages never landed: option('mode', 'PERMISSIVE') reads what can be trusted "
+                    "of it and reports the rest; a longer option('attachmentTimeout', ...) waits longer")
+
+    def _same_variables(self, capture: Capture, keys: Sequence[str]) -> Tuple[List[str], List[str]]:
+        """The attachments whose variables give the stream's schema, and a report text for each
+        other one (FAILFAST raises on the first)."""
+        mode = read_mode(self.options)
+        wanted = [f for f in self.schema if f.name != self.options.corrupt_column or not mode.reports]
+        kept, texts = [], []
+        by_key = {a.key_hex: a for a in capture.dataset_attachments()}
+        for key in keys:
+            att = by_key[key]
+            layout = capture.layout(att) if mode.raises else capture.recovery(att).layout
+            if layout is None:
+                if mode.reports:
+                    kept.append(key)  # nothing trusted: the batch read reports what is lost
+                continue
+            own = arrow_schema(layout, self.options.temporal_types)
+            if [(f.name, f.type) for f in own] == [(f.name, f.type) for f in wanted]:
+                kept.append(key)
+                continue
+            problem = (f"attachment {key} of {att.entry.name} has other variables than the stream's schema "
+                       f"({', '.join(own.names)}; the stream's: {', '.join(f.name for f in wanted)})")
+            if mode.raises:
+                raise AttachmentError(problem, att.header_message.location().within(key),
+                                      "a stream keeps the schema it started with: read this attachment with "
+                                      "spark.read and option('attachment', key), or start another query for it")
+            _LOG.warning("%s: not read", problem)
+            texts.append(f"{att.entry.name}: {problem}; not read")
+        return kept, texts
+
+    def read(self, part: BatchPart) -> Iterator[pa.RecordBatch]:
+        """A partition's batches in the stream's schema (a report row may lack the data columns)."""
+        if isinstance(part.part, StreamReport):
+            batches = read_mode(self.options).report(self.schema, part.part.texts)
+        else:
+            batches = read_part(Load(part.options), part.part)
+        for batch in batches:
+            yield conformed(batch, self.schema)
+
+
+def conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with ``schema``'s columns: its own by name, nulls for those it lacks (a report
+    of an attachment nothing of which can be trusted has the corrupt-record column alone)."""
+    columns = [batch.column(f.name) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
+               for f in schema]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _limited(new: List[Landed], limit: Limit) -> List[Landed]:
+    """The first new files within the read limit (at least one)."""
+    if limit is None or not new:
+        return new
+    kind, most = limit
+    if kind == "files":
+        return new[:max(most, 1)]
+    taken: List[Landed] = []
+    held = 0
+    for f in new:
+        if taken and held + f.size > most:
+            break
+        taken.append(f)
+        held += f.size
+    return taken
+
+
+def _checked(offset: dict) -> dict:
+    if not isinstance(offset, dict) or offset.get("version") != OFFSET_VERSION:
+        raise CmiOptionError(f"the checkpoint holds an offset this version of cmi-datasource does not read "
+                             f"({str(offset)[:200]}): start the query with a new checkpoint location")
+    return offset
+
+
+def stream_schema(options: ReadOptions) -> Optional[pa.Schema]:
+    """The schema a stream starts with: from the first attachment of the data set (files in the
+    order they are taken) whose variable definitions can be read, complete or not, as the read
+    mode has it; None when there is none yet."""
+    options = stream_options(options)
+    folder = FolderStream(options, pa.schema([]))
+    files = [f.path for f in folder.landed()]
+    if not files:
+        return None
+    capture = folder._capture(files)
+    order = {path: at for at, path in enumerate(files)}
+    mode = read_mode(options)
+    candidates = sorted((a for a in capture.dataset_attachments() if names_dataset(options.dataset or "", a)),
+                        key=lambda a: order.get(a.header_message.source, len(order)))
+    for att in candidates:
+        try:
+            layout = capture.recovery(att).layout
+        except CmiError:
+            continue
+        if layout is not None:
+            return mode.schema(arrow_schema(layout, options.temporal_types), "dataset")
+    return None
