@@ -27,6 +27,9 @@ class DefaultSource(DataSource):
     def reader(self, schema):
         return self._source().reader(schema)
 
+    def streamReader(self, schema):
+        return self._source().streamReader(schema)
+
     def writer(self, schema, overwrite):
         return self._source().writer(schema, overwrite)
 

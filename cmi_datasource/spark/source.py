@@ -4,7 +4,7 @@ table of ``engine/options.py`` generates that part, as it does ``docs/options.md
 from __future__ import annotations
 
 import gc
-from typing import Iterator, List
+from typing import TYPE_CHECKING, Iterator, List
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -14,9 +14,15 @@ from pyspark.sql.types import StructField, StructType
 from ..engine import planned, reading
 from ..engine.load import Load
 from ..engine.options import ReadOptions, SaveOptions
-from ..errors import CmiOptionError
+from ..engine.selection import DatasetChoiceError
+from ..engine.stream import stream_schema
+from ..errors import CmiError, CmiOptionError
+from ..storage import PathNotFoundError
 from .reporting import reported
 from .writer import CmiWriter
+
+if TYPE_CHECKING:
+    from .stream import CmiStreamReader
 
 _WORKER_SETTLED = False
 
@@ -101,7 +107,18 @@ class CmiDataSource(DataSource):
 
     @reported
     def schema(self) -> StructType:
-        return spark_schema(planned.schema(Load(self.read_options)))
+        options = self.read_options
+        try:
+            return spark_schema(planned.schema(Load(options)))
+        except CmiError as e:
+            # Spark asks a batch read and a stream (spark.readStream) alike. A stream takes its
+            # schema from the data set's first attachment, complete or not, where the batch read
+            # of the whole folder may fail (a capture rotated mid-attachment, attachments with
+            # other variables since): that schema, then; a batch read raises e again in reader().
+            found = stream_schema(options) if options.view == "dataset" and options.dataset else None
+            if found is None:
+                raise _said_for_streams(e, options) from None
+            return spark_schema(found)
 
     @reported
     def reader(self, schema: StructType) -> "CmiReader":
@@ -114,8 +131,31 @@ class CmiDataSource(DataSource):
         return CmiReader(options, schema)
 
     @reported
+    def streamReader(self, schema: StructType) -> "CmiStreamReader":
+        from .stream import CmiStreamReader, check_stream_schema
+        options = self.read_options
+        check_stream_schema(options, schema)
+        return CmiStreamReader(options, schema)
+
+    @reported
     def writer(self, schema: StructType, overwrite: bool) -> CmiWriter:
         return CmiWriter(SaveOptions.parse(dict(self.options)), schema, overwrite)
+
+
+_STREAM_SCHEMA = ("a stream (spark.readStream) takes its schema from the data set's first attachment: give it "
+                  "with .schema(...), or start the query once a capture holding one has landed")
+
+
+def _said_for_streams(error: CmiError, options: ReadOptions) -> CmiError:
+    """``error`` of a read that finds no capture or no such data set, saying what a stream needs
+    too (the same error for a batch read: Spark asks both for the schema alike)."""
+    if not options.dataset:
+        return error
+    if isinstance(error, PathNotFoundError):
+        return PathNotFoundError(error.problem, f"{error.hint}; {_STREAM_SCHEMA}")
+    if isinstance(error, DatasetChoiceError) and not error.problem.startswith("several"):
+        return DatasetChoiceError(f"{error.problem} ({_STREAM_SCHEMA})", error.advice, error.candidates)
+    return error
 
 
 class CmiPartition(InputPartition):

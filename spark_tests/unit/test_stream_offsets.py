@@ -11,7 +11,7 @@ import pytest
 from cmi_datasource.engine.options import ReadOptions
 from cmi_datasource.engine.stream import FolderStream, stream_schema
 from cmi_datasource.errors import AttachmentError, CmiOptionError, IncompleteAttachmentError
-from spark_tests.landing import land, rows, transfer
+from landing import land, rows, transfer
 
 T0 = 1_700_000_000  # a landing time, in seconds: files are modified from here on
 NOW = (T0 + 100) * 10**9  # "now" for the timeout, in nanoseconds
