@@ -2,8 +2,8 @@
 
 Each message is one PUBLISH whose MQTT 5 properties carry what docs/spec/mqtt.md#cmi-over-mqtt reads back:
 Correlation Data = the CorrelId, user properties MsgType, Encoding, CodedCharSetId and MsgId (hex).
-``publish`` waits until the broker has acknowledged every message and fails with a
-``CmiError`` naming the broker when it refuses the connection, goes away or does not answer.
+``publish`` waits until the broker has acknowledged every message and fails with an
+``MqttBrokerError`` naming the broker when it refuses the connection, goes away or does not answer.
 """
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ from ...messages import OutgoingMessage
 from . import packets
 
 KEEP_ALIVE = 60
+
+
+class MqttBrokerError(CmiError):
+    """A live MQTT broker that cannot be reached, refuses the connection or a subscription, goes
+    away or does not answer in time; the text names it."""
 
 
 def user_properties(message: OutgoingMessage) -> Tuple[Tuple[str, str], ...]:
@@ -64,7 +69,7 @@ def connected_client(broker: str, client_id: str, timeout: float, on_connect=Non
     try:
         client.connect(host, port, keepalive=KEEP_ALIVE, clean_start=clean_start, properties=properties)
     except OSError as e:
-        raise CmiError(f"cannot reach the MQTT broker at {broker}: {e}") from None
+        raise MqttBrokerError(f"cannot reach the MQTT broker at {broker}: {e}") from None
     client.loop_start()
     deadline = time.monotonic() + timeout
     while "reason" not in connected and time.monotonic() < deadline:
@@ -73,7 +78,7 @@ def connected_client(broker: str, client_id: str, timeout: float, on_connect=Non
     if reason is None or reason.is_failure:
         client.disconnect()
         client.loop_stop()
-        raise CmiError(f"the MQTT broker at {broker} refused the connection: "
+        raise MqttBrokerError(f"the MQTT broker at {broker} refused the connection: "
                        f"{reason if reason is not None else 'no answer in time'}")
     return client
 
@@ -102,7 +107,7 @@ def publish(messages: Iterable[OutgoingMessage], broker: str, topic: str, client
         for info in pending:
             info.wait_for_publish(max(deadline - time.monotonic(), 0.1))
             if not info.is_published():
-                raise CmiError(f"the MQTT broker at {broker} did not acknowledge every message in time "
+                raise MqttBrokerError(f"the MQTT broker at {broker} did not acknowledge every message in time "
                                f"({sum(i.is_published() for i in pending)} of {len(pending)})")
         return len(pending)
     finally:

@@ -38,7 +38,8 @@ from typing import Any, BinaryIO, List, Mapping, Optional, Tuple
 from ...errors import CmiError, CmiOptionError, not_one_of
 from ...option_table import READ, Option, named, nonblank, seconds, whole_number
 from . import packets
-from .publish import DISCONNECT, broker_address, connect_packet, connected_client, mqtt_string, parse_broker
+from .publish import (DISCONNECT, MqttBrokerError, broker_address, connect_packet, connected_client, mqtt_string,
+                      parse_broker)
 
 SUFFIX = ".mqtt"
 LOCK_NAME = ".spool.lock"
@@ -48,6 +49,10 @@ NAME = re.compile(r"^(\.?)(\d{12})-(\d{8}T\d{6}Z)\.mqtt$")
 TOPIC_ALIAS = "TopicAlias"
 GRANTED_QOS_1 = 1  # the SUBACK reason code granting QoS 1: QoS 0 (code 0) would not keep what the spooler misses
 RECONNECT_DELAY_MAX = 30  # seconds between attempts to reach a broker gone away, at most
+
+
+class SpoolFolderError(CmiError):
+    """The spool folder cannot be written (the disk is full, say), or another spooler writes it."""
 
 
 def _source(name: str, parse, doc: str, default=None, shown=None) -> Option:
@@ -148,13 +153,16 @@ class SpoolFolder:
 
     def __init__(self, folder: str, client_id: str):
         self.folder, self.client_id = folder, client_id
-        os.makedirs(folder, exist_ok=True)
-        self._lock = open(os.path.join(folder, LOCK_NAME), "a")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            self._lock = open(os.path.join(folder, LOCK_NAME), "a")
+        except OSError as e:
+            raise SpoolFolderError(f"cannot spool into {folder}: {e.strerror or e}") from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             self._lock.close()
-            raise CmiError(f"another spooler is writing {folder} (it holds {LOCK_NAME})") from None
+            raise SpoolFolderError(f"another spooler is writing {folder} (it holds {LOCK_NAME})") from None
         self._out: Optional[BinaryIO] = None
         self._hidden = ""
         self.begun = 0.0  # time.monotonic() when the file being written got its first packet
@@ -249,7 +257,7 @@ class Spooler:
     """Spools a broker's messages into a folder (module docstring). ``start()`` connects, subscribes
     and returns once the subscription holds; ``stop()`` syncs, acknowledges, moves the last file
     into place and disconnects, leaving the session at the broker to collect what comes next.
-    ``run(stop_event)`` does both around a wait. A context manager.
+    ``run(stop_event)`` does both around ``wait(stop_event)``. A context manager.
 
     Each PUBLISH is appended by paho's network thread (``_received``); a thread of its own
     (``_commit_loop``) syncs what was appended, then acknowledges those messages in the order
@@ -297,19 +305,19 @@ class Spooler:
         self._committer.start()
         if not self._subscribed.wait(s.timeout) or self._refused:
             self.stop()
-            raise CmiError(f"the MQTT broker at {s.broker} did not grant the subscription to {s.topic!r} "
+            raise MqttBrokerError(f"the MQTT broker at {s.broker} did not grant the subscription to {s.topic!r} "
                            f"with QoS 1: {self._refused or 'no answer in time'}")
         return self
 
     def run(self, stop: threading.Event) -> None:
         """Spool until ``stop`` is set (or spooling fails: the error is raised, after stopping)."""
-        self.start()
-        try:
-            while not stop.wait(0.2):
-                if self._error is not None:
-                    break
-        finally:
-            self.stop()
+        with self:
+            self.wait(stop)
+
+    def wait(self, stop: threading.Event) -> None:
+        """Return once ``stop`` is set or spooling failed (``stop()`` raises the error)."""
+        while not stop.wait(0.2) and self._error is None:
+            pass
 
     def stop(self) -> None:
         with self._state:
@@ -331,7 +339,7 @@ class Spooler:
         if self._error is not None:
             error, self._error = self._error, None
             if isinstance(error, OSError):
-                raise CmiError(f"cannot spool into {self.settings.folder}: {error}") from error
+                raise SpoolFolderError(f"cannot spool into {self.settings.folder}: {error}") from error
             raise error
 
     def _set_up(self, client) -> None:
