@@ -19,7 +19,8 @@ begun). A spooler started on a folder a killed one left behind publishes the hid
 cut after its last whole packet (a packet cut short was never acknowledged: it comes again).
 
 A message spooled but not acknowledged when the spooler died is spooled twice: the copy is the
-same CorrelId and payload, which CMI assembly drops as an identical copy (docs/decisions.md), so
+same CorrelId and payload, which CMI assembly drops as an exact duplicate
+(docs/damage-and-read-modes.md#duplicates-and-incomplete-attachments), so
 the rows are read once. One spooler at a time writes a folder (a lock file, ``.spool.lock``).
 """
 from __future__ import annotations
