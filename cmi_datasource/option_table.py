@@ -33,6 +33,8 @@ class Option:
     # into a field made of several options (charsets, codec), or, for a transport's, to the
     # transport as the text given (transport_options).
     field: Optional[str] = None
+    # A read option only a stream read takes (``spark.readStream``): a batch read refuses it.
+    stream_only: bool = False
 
     @property
     def key(self) -> str:
@@ -91,6 +93,17 @@ def whole_number(low: int = 1, high: Optional[int] = None, why_high: str = "") -
             raise CmiOptionError(f"option {name} {why_high or f'must be at most {high}'} ({value})")
         return value
     return parse
+
+
+def seconds(raw: str, name: str) -> float:
+    """A number of seconds above 0."""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise CmiOptionError(f"option {name} must be a number of seconds above 0, not {raw!r}")
+    return value
 
 
 def one_of(*choices: str) -> Parse:

@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "sample_queues")
 TESTS = os.path.dirname(os.path.abspath(__file__))
 FOLDER_MARKERS = {"unit": ("unit",), "spark": ("spark",), "s3": ("spark",), "cluster": ("spark", "cluster")}
-LIVE_FIXTURES = {"broker", "capture_file", "loopback_capture"}  # live.py: mosquitto, tcpdump
+LIVE_FIXTURES = {"broker", "persistent_broker", "capture_file", "loopback_capture"}  # live.py: mosquitto, tcpdump
 
 
 def pytest_collection_modifyitems(config, items):

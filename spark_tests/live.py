@@ -5,6 +5,8 @@ mosquitto-clients and tcpdump when they are missing; the fixtures fail without t
 from __future__ import annotations
 
 import contextlib
+import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -28,27 +30,71 @@ def wait_for(condition, seconds: float, what: str) -> None:
         time.sleep(0.05)
 
 
-@pytest.fixture
-def broker(tmp_path):
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+def _require(*tools: str) -> None:
+    missing = [tool for tool in tools if shutil.which(tool) is None]
     if missing:
         pytest.fail(f"{', '.join(missing)} missing: make test installs them (scripts/test_tools.sh; "
                     f"or apt-get install -y mosquitto mosquitto-clients tcpdump)")
-    port = free_port()
-    config = tmp_path / "mosquitto.conf"
-    config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
-    process = subprocess.Popen(["mosquitto", "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    def listening() -> bool:
+
+class Mosquitto:
+    """mosquitto on a free loopback port; ``restart()`` stops it (SIGTERM: with ``persistence``, it
+    saves its sessions and queued messages to disk as it exits) and starts it again on the same port."""
+
+    def __init__(self, folder, persistence: bool = False):
+        self.port = free_port()
+        self.config = folder / f"mosquitto-{self.port}.conf"
+        lines = [f"listener {self.port} 127.0.0.1", "allow_anonymous true", f"persistence {str(persistence).lower()}"]
+        if persistence:
+            store = folder / f"mosquitto-{self.port}-store"
+            store.mkdir()
+            # Started by root, mosquitto would become user mosquitto, who cannot write the test's folder.
+            lines += [f"persistence_location {store}/", f"user {pwd.getpwuid(os.geteuid()).pw_name}"]
+        self.config.write_text("\n".join(lines) + "\n")
+        self.process: "subprocess.Popen | None" = None
+
+    def listening(self) -> bool:
         with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", port)) == 0
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
 
+    def start(self) -> None:
+        with open(self.config.with_suffix(".log"), "ab") as log:  # a file: a pipe nobody reads could fill
+            self.process = subprocess.Popen(["mosquitto", "-c", str(self.config)], stdout=subprocess.DEVNULL,
+                                            stderr=log)
+        wait_for(self.listening, 10, "mosquitto to listen")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture
+def broker(tmp_path):
+    _require(*TOOLS)
+    mosquitto = Mosquitto(tmp_path)
     try:
-        wait_for(listening, 10, "mosquitto to listen")
-        yield port
+        mosquitto.start()
+        yield mosquitto.port
     finally:
-        process.terminate()
-        process.wait(10)
+        mosquitto.stop()
+
+
+@pytest.fixture
+def persistent_broker(tmp_path):
+    """A ``Mosquitto`` with persistence on: ``restart()`` keeps its sessions and queued messages."""
+    _require("mosquitto")
+    mosquitto = Mosquitto(tmp_path, persistence=True)
+    try:
+        mosquitto.start()
+        yield mosquitto
+    finally:
+        mosquitto.stop()
 
 
 @contextlib.contextmanager

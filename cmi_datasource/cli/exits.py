@@ -4,8 +4,9 @@
 subclasses; an input file the system refuses to read; ``ls`` listing an attachment with a problem
 or a damaged stretch; ``extract`` leaving out a damaged attachment in FAILFAST mode); 2 usage
 (click's usage errors, and ``CmiOptionError``: an unknown data set, path or option, a bad option
-value, a data set to choose); 3 an output problem (the destination of ``extract`` or ``convert``
-cannot be written). Anything else is a bug and keeps its traceback.
+value, a data set to choose); 3 an output problem (the destination of ``extract`` or ``convert``, or
+``spool``'s folder, cannot be written); 4 ``spool``'s MQTT broker cannot be reached or refuses the
+connection or the subscription. Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import click
 
 from ..errors import CmiError, CmiOptionError
 
-DAMAGED, USAGE, OUTPUT = 1, 2, 3
+DAMAGED, USAGE, OUTPUT, BROKER = 1, 2, 3, 4
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -26,7 +27,10 @@ Exit codes:
      extract: an attachment was left out because it is incomplete or damaged
   2  usage: a bad argument, an unknown data set, path or option (CmiOptionError),
      or several data sets to choose from
-  3  output: the destination of extract or convert cannot be written"""
+  3  output: the destination of extract or convert cannot be written,
+     or the spool folder of spool
+  4  spool: the MQTT broker cannot be reached or refuses the connection
+     or the subscription"""
 
 
 class Failure(click.ClickException):

@@ -325,6 +325,13 @@ def _given(options: Mapping[str, Any], side: str) -> Tuple[Dict[str, str], Dict[
     return given, {o.name: o.value(given) for o in core_options(side)}
 
 
+def _refuse_stream_options(given: Mapping[str, str]) -> None:
+    for key in given:
+        option = named(transport_options(transports.transport_of_option(key), READ), key) if "." in key else None
+        if option is not None and option.stream_only:
+            raise CmiOptionError(f"option {option.name} is a stream read's (spark.readStream): {option.doc}")
+
+
 def _held(cls, side: str, values: Mapping[str, Any]) -> Dict[str, Any]:
     """The fields of ``cls`` that hold an option's value as parsed."""
     held = {o.field: values[o.name] for o in core_options(side) if o.field}
@@ -397,8 +404,12 @@ class ReadOptions:
         return resolve_paths(self.paths, **self.file_filters())
 
     @classmethod
-    def parse(cls, options: Mapping[str, Any]) -> "ReadOptions":
+    def parse(cls, options: Mapping[str, Any], streaming: bool = False) -> "ReadOptions":
+        """The options of a read; ``streaming``: of a stream read, which alone takes the options
+        marked ``stream_only`` (a batch read refuses them)."""
         given, values = _given(options, READ)
+        if not streaming:
+            _refuse_stream_options(given)
         paths: Tuple[str, ...] = ()
         if given.get("paths"):
             paths = _path_list(given["paths"])

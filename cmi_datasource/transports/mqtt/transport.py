@@ -14,31 +14,17 @@ from typing import Any, BinaryIO, Dict, Iterable, Iterator, Optional, Sequence, 
 
 import pyarrow as pa
 
-from ...errors import CmiFormatError, CmiOptionError, message_number
-from ...option_table import READ, WRITE, Option, text
+from ...errors import CmiFormatError, message_number
+from ...option_table import READ, WRITE, Option, seconds, text
 from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage
 from ..base import READ_CHUNK_BYTES, CaptureFormat, Keep, Transport, kept, parse_in_chunks, read_spans
 from . import packets
 from .packets import CONNECT
 from ..tcp import is_pcap, server_ports
 from .pcap import MQTT_PORTS, PORT_OPTION, PcapCache
-from .publish import parse_broker, publish, write_stream
+from .publish import broker_address, publish, write_stream
+from .spool import SPOOL_OPTIONS
 from .streams import MqttDetails, Session, publish_message, stream_messages, whole_packets
-
-
-def _seconds(raw: str, name: str) -> float:
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < float("inf"):
-        raise CmiOptionError(f"option {name} must be a number of seconds above 0, not {raw!r}")
-    return seconds
-
-
-def _broker(raw: str, name: str) -> str:
-    parse_broker(raw)
-    return raw
 
 
 def _mqtt(name: str, side: str, parse, doc: str, default=None, shown=None) -> Option:
@@ -48,7 +34,7 @@ def _mqtt(name: str, side: str, parse, doc: str, default=None, shown=None) -> Op
 PORT = _mqtt(PORT_OPTION, READ, server_ports, "The TCP ports of MQTT brokers in a pcap, besides connections that "
              "open with CONNECT (comma-separated): a capture begun after the CONNECT of a connection on another "
              "port is read only with it.", MQTT_PORTS, ",".join(map(str, MQTT_PORTS)))
-BROKER = _mqtt("mqtt.broker", WRITE, _broker, "With `transport` `mqtt`: publish every message to the broker at "
+BROKER = _mqtt("mqtt.broker", WRITE, broker_address, "With `transport` `mqtt`: publish every message to the broker at "
                "`host:port` (MQTT 5, QoS 1, with [paho-mqtt](https://github.com/eclipse-paho/paho.mqtt.python); "
                "Correlation Data and user properties MsgType, Encoding, CodedCharSetId, MsgId as contract section 4 "
                "reads them), waiting for every acknowledgement, instead of writing a file; no path is needed. A "
@@ -56,7 +42,7 @@ BROKER = _mqtt("mqtt.broker", WRITE, _broker, "With `transport` `mqtt`: publish 
                "error naming it.")
 TOPIC = _mqtt("mqtt.topic", WRITE, text, "With `mqtt.broker`: the topic published to.", "sas/cmi")
 CLIENT_ID = _mqtt("mqtt.clientId", WRITE, text, "With `mqtt.broker`: the client identifier.", "", "a random one")
-TIMEOUT = _mqtt("mqtt.timeout", WRITE, _seconds, "With `mqtt.broker`: seconds to wait for the broker.", 30.0, "30")
+TIMEOUT = _mqtt("mqtt.timeout", WRITE, seconds, "With `mqtt.broker`: seconds to wait for the broker.", 30.0, "30")
 
 
 class MqttStreamFormat(CaptureFormat):
@@ -134,7 +120,7 @@ class MqttTransport(Transport):
     formats = (MqttStreamFormat(), PcapFormat())
     write_format = "mqtt"  # a file: a raw stream; option mqtt.broker publishes to a live broker instead
 
-    options = (PORT, BROKER, TOPIC, CLIENT_ID, TIMEOUT)
+    options = (PORT, *SPOOL_OPTIONS, BROKER, TOPIC, CLIENT_ID, TIMEOUT)
 
     def sends_live(self, options: Dict[str, str]) -> bool:
         return BROKER.key in options
