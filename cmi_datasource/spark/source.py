@@ -103,11 +103,13 @@ class CmiDataSource(DataSource):
 
     @property
     def read_options(self) -> ReadOptions:
+        """The options of a batch read, which refuses a stream's own (mqtt.broker, ...)."""
         return ReadOptions.parse(dict(self.options))
 
     @reported
     def schema(self) -> StructType:
-        options = self.read_options
+        # Spark asks a batch read and a stream alike: a stream's own options are refused by reader().
+        options = ReadOptions.parse(dict(self.options), streaming=True)
         try:
             return spark_schema(planned.schema(Load(options)))
         except CmiError as e:
@@ -133,9 +135,10 @@ class CmiDataSource(DataSource):
     @reported
     def streamReader(self, schema: StructType) -> "CmiStreamReader":
         from .stream import CmiStreamReader, check_stream_schema
-        options = self.read_options
+        options = ReadOptions.parse(dict(self.options), streaming=True)
+        reader = CmiStreamReader(options, schema)  # a live broker's spool folder exists from here
         check_stream_schema(options, schema)
-        return CmiStreamReader(options, schema)
+        return reader
 
     @reported
     def writer(self, schema: StructType, overwrite: bool) -> CmiWriter:
