@@ -27,7 +27,7 @@ from ..transports.base import scan_recovering
 from .memo import KeptInMemory
 
 KEEP_BYTES = 256  # record types, counts and dataset definitions fit; the rest is re-read on demand
-INDEX_FORMAT = 5  # bump when what is cached changes shape
+INDEX_FORMAT = 6  # bump when what is cached changes shape
 # About 600 bytes a message held: a 5M-row dump's index (20,000 messages) is kept, a 20M-row
 # dump's is read again from the disk cache when it is needed (a kept plan mostly saves that).
 MESSAGES_KEPT_IN_MEMORY = 50_000

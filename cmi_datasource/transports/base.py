@@ -276,8 +276,8 @@ def _past_damage(fmt: CaptureFormat, path: str, index: int, start: int,
         stop = resume if resume is not None else base + len(window)
     seen = first[:stop - start]  # what a format reads of the stretch's start (a descriptor still readable)
     stretch = fmt.salvage(seen, path, index, 0, len(seen), KeptError.of(failure))
-    return resume, dataclasses.replace(stretch, origin=dataclasses.replace(
-        stretch.origin, file_offset=start + stretch.file_offset, file_end=stop))
+    origin = stretch.origin._replace(file_offset=start + stretch.file_offset, file_end=stop)
+    return resume, dataclasses.replace(stretch, origin=origin)
 
 
 def parse_whole(path: str, start: int, first_index: int, parse: Parse) -> Iterator[PhysicalMessage]:

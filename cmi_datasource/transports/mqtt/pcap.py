@@ -118,7 +118,7 @@ class _MqttReader(StreamReader):
         """The message at the frames that carried it, in its connection and direction."""
         first, last = self.frames_of(message.file_offset, message.file_end)
         located = dataclasses.replace(
-            message, origin=dataclasses.replace(message.origin, file_offset=first.offset, file_end=last.end),
+            message, origin=message.origin._replace(file_offset=first.offset, file_end=last.end),
             details=dataclasses.replace(message.details, connection=self.connection.name, direction=self.direction,
                                         frame=first.number))
         return first.number, located, len(message.payload) + MESSAGE_OVERHEAD
@@ -157,7 +157,7 @@ def _numbered(message: PhysicalMessage, index: int) -> PhysicalMessage:
     if damage is not None:
         damage = dataclasses.replace(damage, location=dataclasses.replace(
             damage.location, message_index=index, file_offset=message.file_offset))
-    return dataclasses.replace(message, origin=dataclasses.replace(message.origin, index=index), damage=damage)
+    return dataclasses.replace(message, origin=message.origin._replace(message_index=index), damage=damage)
 
 
 def _without_redeliveries(messages: Iterable[PhysicalMessage]) -> Iterator[PhysicalMessage]:

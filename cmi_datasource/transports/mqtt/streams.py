@@ -83,8 +83,8 @@ def cmi_message(payload: bytes, properties: Sequence[Tuple[str, Any]], source: s
         layout = MQMD_V2 if version == 2 else MQMD_V1
         mqmd = descriptor_from_bytes(payload, 0, order, version, codec, where)
         message = unwrap(mq_message(mqmd, payload[layout.size:], source, index, start, end))
-        return dataclasses.replace(message, origin=dataclasses.replace(
-            message.origin, header_length=message.origin.header_length + layout.size))
+        origin = message.origin._replace(header_length=message.origin.header_length + layout.size)
+        return dataclasses.replace(message, origin=origin)
     return PhysicalMessage(None, payload, Origin(source, index, start, end))
 
 
@@ -259,7 +259,7 @@ class _RefusedRun:
         damage = first.damage
         if damage is not None:
             damage = dataclasses.replace(damage, problem=problem)
-        origin = dataclasses.replace(first.origin, file_end=self.end, header_length=self.end - first.file_offset)
+        origin = first.origin._replace(file_end=self.end, header_length=self.end - first.file_offset)
         return dataclasses.replace(first, origin=origin, problem=problem, damage=damage)
 
 
@@ -267,7 +267,7 @@ def _renumbered(message: PhysicalMessage, index: int) -> PhysicalMessage:
     damage = message.damage
     if damage is not None:
         damage = dataclasses.replace(damage, location=dataclasses.replace(damage.location, message_index=index))
-    return dataclasses.replace(message, origin=dataclasses.replace(message.origin, index=index), damage=damage)
+    return dataclasses.replace(message, origin=message.origin._replace(message_index=index), damage=damage)
 
 
 def _is_refused(message: PhysicalMessage) -> bool:
@@ -383,7 +383,7 @@ def publish_message(data: bytes, packet: packets.Packet, connect: packets.Connec
     details = MqttDetails(packet.name, packet.qos, packet.dup, packet.retain, publish.packet_id, topic,
                           connect.client_id, connect.version, tuple(_property_text(*p) for p in publish.properties),
                           mq=message.details)
-    origin = dataclasses.replace(message.origin, header_length=message.origin.header_length
-                                 + publish.payload_start - packet.start)
+    origin = message.origin._replace(
+        header_length=message.origin.header_length + publish.payload_start - packet.start)
     return dataclasses.replace(message, origin=origin, details=details, problem=problem or message.problem,
                                reread_hint=connect.level)
