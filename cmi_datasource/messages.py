@@ -38,8 +38,9 @@ class Origin(NamedTuple):
 
     A NamedTuple, not a dataclass, because every message of a message index holds one: it is
     built, renumbered (``_replace``) and unpickled from the disk cache faster, and pickles smaller
-    (63 bytes a message against 80 for a frozen dataclass; the index's pickle is smaller than when
-    these were PhysicalMessage's own fields)."""
+    (the index of 130,000 small messages: 2% larger than with these fields in PhysicalMessage as
+    a frozen dataclass, 1% smaller as this). Its position is ``message_index``, as in ``Location``:
+    ``index`` is a tuple's method."""
 
     source: str
     message_index: int  # 0-based position of the message in its file (as in ``errors.Location``)
