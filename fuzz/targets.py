@@ -123,11 +123,11 @@ def parse_payload_input(data: bytes):
 
 
 def _messages(encoding: int, ccsid: int, payloads: Sequence[bytes], msg_type: int = 100001):
-    from cmi_datasource.messages import Descriptor, PhysicalMessage
+    from cmi_datasource.messages import Descriptor, Origin, PhysicalMessage
     out, at = [], 0
     for i, p in enumerate(payloads):
-        out.append(PhysicalMessage(Descriptor(msg_type, bytes(24), encoding, ccsid), p, SOURCE, i, at,
-                                   at + len(p)))
+        out.append(PhysicalMessage(Descriptor(msg_type, bytes(24), encoding, ccsid), p,
+                                   Origin(SOURCE, i, at, at + len(p))))
         at += len(p) + len(MESSAGE_SEPARATOR)
     return out
 

@@ -317,10 +317,10 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
             att.untrusted.update((k, m.problem) for k, m in att.sequenced.items() if m.problem)
             # Every message of its groups, conflicting ones too (``sequenced`` keeps one), and
             # the pieces a transport found repeated inside a joined message.
-            att.duplicate_messages = sum(copies.get(id(m), 0) + len(m.repeated_parts) for m in itertools.chain(
+            att.duplicate_messages = sum(copies.get(id(m), 0) + len(m.origin.repeated_parts) for m in itertools.chain(
                 (hm,), app_group, count_group, (m for _, m in candidates)))
             attachments.append(att)
     duplicates = _record_duplicates(dropped, roles)
     for m in itertools.chain(headers, subordinates):
-        duplicates.update(((copy[0], copy[1]), (kept[0], kept[1])) for copy, kept in m.repeated_parts)
+        duplicates.update(((copy[0], copy[1]), (kept[0], kept[1])) for copy, kept in m.origin.repeated_parts)
     return Assembly(attachments, roles, broken_headers, duplicates)

@@ -11,10 +11,9 @@ from itertools import groupby
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence, Tuple
 
 from ..errors import CmiFormatError, Location
-from ..messages import MessageSpan, PhysicalMessage
+from ..messages import ContentKey, MessageSpan, PhysicalMessage
 from ..transports import CaptureFormat, capture_format
 
-ContentKey = Tuple[int, int]  # (payload length, CRC-32): PhysicalMessage.content_key
 LogicalRef = Tuple[MessageSpan, ...]  # the physical records of one logical message
 
 
@@ -29,7 +28,7 @@ class PlannedMessage(NamedTuple):
 
 
 def planned_messages(messages: Sequence[PhysicalMessage], sequences: Sequence[int]) -> Tuple[PlannedMessage, ...]:
-    return tuple(PlannedMessage(m.spans, m.content_key, m.header_length, m.reread_hint, k)
+    return tuple(PlannedMessage(m.spans, m.content_key, m.origin.header_length, m.reread_hint, k)
                  for m, k in zip(messages, sequences))
 
 

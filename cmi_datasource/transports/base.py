@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from ..containers import CaptureReader, max_record_bytes, read_in_chunks
 from ..errors import CmiFormatError, CmiOptionError, KeptError, Location, RecordTooLargeError, TruncatedError
-from ..messages import Descriptor, MessageSpan, PhysicalMessage, UnjoinedMessage, crc32
+from ..messages import Descriptor, MessageSpan, Origin, PhysicalMessage, UnjoinedMessage, crc32
 from ..option_table import Option
 
 Keep = Callable[[PhysicalMessage], PhysicalMessage]  # what a message index keeps of a message
@@ -206,7 +206,7 @@ class Transport:
 
 def damaged_message(descriptor: Optional[Descriptor], source: str, index: int, start: int, end: int,
                     damage: KeptError) -> PhysicalMessage:
-    return PhysicalMessage(descriptor, b"", source, index, start, end, problem=damage.summary(), damage=damage)
+    return PhysicalMessage(descriptor, b"", Origin(source, index, start, end), problem=damage.summary(), damage=damage)
 
 
 def scan_recovering(fmt: CaptureFormat, path: str, keep: Optional[Keep] = None,
@@ -276,7 +276,8 @@ def _past_damage(fmt: CaptureFormat, path: str, index: int, start: int,
         stop = resume if resume is not None else base + len(window)
     seen = first[:stop - start]  # what a format reads of the stretch's start (a descriptor still readable)
     stretch = fmt.salvage(seen, path, index, 0, len(seen), KeptError.of(failure))
-    return resume, dataclasses.replace(stretch, file_offset=start + stretch.file_offset, file_end=stop)
+    origin = stretch.origin._replace(file_offset=start + stretch.file_offset, file_end=stop)
+    return resume, dataclasses.replace(stretch, origin=origin)
 
 
 def parse_whole(path: str, start: int, first_index: int, parse: Parse) -> Iterator[PhysicalMessage]:

@@ -67,6 +67,11 @@ def with_payload(m: PhysicalMessage, payload: bytes) -> PhysicalMessage:
     return dataclasses.replace(m, payload=payload)
 
 
+def moved(m: PhysicalMessage, **origin) -> PhysicalMessage:
+    """``m`` found elsewhere in the capture (``origin``: the Origin fields that differ)."""
+    return dataclasses.replace(m, origin=m.origin._replace(**origin))
+
+
 def with_correl(m: PhysicalMessage, correl: bytes) -> PhysicalMessage:
     return dataclasses.replace(m, descriptor=dataclasses.replace(m.descriptor, correl_id=correl))
 
@@ -145,7 +150,7 @@ def test_exact_duplicates_are_dropped():
     msgs = physical(build_mq_messages([DatasetToWrite(people(10), "w", "p")],
                                    options=WriteOptions(max_message_bytes=60, application_message="x")))
     n = len(msgs)
-    dupes = [dataclasses.replace(m, index=n + i, file_offset=10_000 + i, file_end=10_050 + i)
+    dupes = [moved(m, message_index=n + i, file_offset=10_000 + i, file_end=10_050 + i)
              for i, m in enumerate(msgs)]
     doubled = msgs + dupes[::-1]
     assembly = assemble(doubled)
@@ -166,7 +171,7 @@ def test_conflicting_duplicate_sequenced_message():
     victim = sequenced(msgs, key, 3)
     changed = bytearray(victim.payload)
     changed[-1] ^= 0xFF
-    conflicting = dataclasses.replace(victim, payload=bytes(changed), index=len(msgs))
+    conflicting = moved(with_payload(victim, bytes(changed)), message_index=len(msgs))
     cap = capture_of(msgs + [conflicting])
     [att] = cap.attachments
     assert not att.complete
@@ -181,7 +186,7 @@ def test_conflicting_duplicate_count_message():
     msgs = physical(build_mq_messages([DatasetToWrite(people(3), "w", "p")]))
     key = assemble(msgs).attachments[0].key
     cm = count_message(msgs, key)
-    other = dataclasses.replace(cm, payload=struct.pack("<i", 99), index=len(msgs))
+    other = moved(with_payload(cm, struct.pack("<i", 99)), message_index=len(msgs))
     cap = capture_of(msgs + [other])
     assert not cap.attachments[0].complete
     with pytest.raises(IncompleteAttachmentError):
@@ -191,7 +196,7 @@ def test_conflicting_duplicate_count_message():
 def test_conflicting_duplicate_headers_are_both_broken_and_the_rest_still_assembles():
     msgs = physical(build_mq_messages([DatasetToWrite(people(3), "w", "p")]))
     header = msgs[0]
-    other = dataclasses.replace(header, payload=header.payload[:-4] + struct.pack("<i", 1), index=len(msgs))
+    other = moved(with_payload(header, header.payload[:-4] + struct.pack("<i", 1)), message_index=len(msgs))
     assert other.payload != header.payload
     assembly = assemble(msgs + [other])
     assert assembly.attachments == []
@@ -523,7 +528,7 @@ def test_messages_table_roles(tmp_path):
 
 def test_duplicate_header_takes_the_header_role():
     msgs = physical(build_mq_messages([DatasetToWrite(people(2), "w", "p")]))
-    dupe = dataclasses.replace(msgs[0], index=len(msgs))
+    dupe = moved(msgs[0], message_index=len(msgs))
     assembly = assemble(msgs + [dupe])
     assert assembly.role_of(msgs[0])[0] == ROLE_HEADER
     assert assembly.role_of(dupe)[0] == ROLE_HEADER

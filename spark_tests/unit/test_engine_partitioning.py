@@ -1,6 +1,7 @@
 """One large attachment split into partitions; planning decodes no observation; the index cache."""
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -75,6 +76,30 @@ def test_index_is_built_once_per_file_version(tmp_path, monkeypatch):
 def test_dump_read_in_chunks_is_the_same(big_dump, chunk):
     whole = list(read_dump(big_dump))
     assert list(read_dump(big_dump, chunk_bytes=chunk * 10)) == whole
+
+
+def test_building_an_index_leaves_the_cycle_collector_as_it_was(big_dump, tmp_path, monkeypatch):
+    # index.scan pauses the collector while the messages accumulate; it must run again after,
+    # also when the scan fails, and stay off for a caller that had turned it off.
+    whole = list(read_dump(big_dump))
+    assert gc.isenabled()
+    assert index.scan(big_dump, DMPMQMSG) == [index.slim(m) for m in whole] and gc.isenabled()
+
+    def failing(*_, **__):
+        assert not gc.isenabled()
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(index, "scan_recovering", failing)
+    with pytest.raises(OSError):
+        index.scan(big_dump, DMPMQMSG)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(OSError):
+            index.scan(big_dump, DMPMQMSG)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def entries(directory) -> list:

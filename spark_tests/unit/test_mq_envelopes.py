@@ -71,7 +71,7 @@ def test_version_2_mqmd_with_default_group_fields_adopts_the_mqmde():
                        mqmde(d, p, group_id=group, msg_seq_number=5) + p)
     out = unwrap(message)
     assert out.payload == p and out.details.mqmd.group_id == group and out.details.mqmd.msg_seq_number == 5
-    assert out.details.envelope.headers == ("MQMDE",) and out.header_length == len(message.payload) - len(p)
+    assert out.details.envelope.headers == ("MQMDE",) and out.origin.header_length == len(message.payload) - len(p)
 
 
 def test_version_2_mqmd_with_its_own_group_fields_keeps_the_mqmde_as_data():

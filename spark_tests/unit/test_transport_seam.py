@@ -17,7 +17,7 @@ from cmi_datasource.engine.decode import slice_batches
 from cmi_datasource.engine.write import DatasetToWrite, FileToWrite, WriteOptions, write_attachments_dump
 from cmi_datasource.errors import CmiOptionError, TruncatedError, UnknownCaptureFormatError
 from cmi_datasource.layout import BIG, Field, Layout
-from cmi_datasource.messages import Descriptor, PhysicalMessage
+from cmi_datasource.messages import Descriptor, Origin, PhysicalMessage
 from cmi_datasource.transports import CaptureFormat, Transport
 
 from support import slices_of
@@ -51,8 +51,8 @@ class ToyFormat(CaptureFormat):
             if end > len(data):
                 raise TruncatedError("toy payload passes the end of the file")
             descriptor = Descriptor(record["msg_type"], record["correl_id"], record["encoding"], record["ccsid"])
-            yield PhysicalMessage(descriptor, data[start:end], source, index, base_offset + pos,
-                                  base_offset + end, details={"toy_offset": base_offset + start})
+            origin = Origin(source, index, base_offset + pos, base_offset + end)
+            yield PhysicalMessage(descriptor, data[start:end], origin, details={"toy_offset": base_offset + start})
             pos, index = end, index + 1
 
     def write(self, out, messages, *, comments=(), deterministic=False, **format_options) -> int:

@@ -188,5 +188,5 @@ def unwrap(message: PhysicalMessage) -> PhysicalMessage:
         return message
     effective = dataclasses.replace(descriptor, encoding=encoding, ccsid=ccsid, format=fmt)
     return dataclasses.replace(message, descriptor=neutral_descriptor(effective), payload=payload[pos:],
-                               header_length=pos,
+                               origin=message.origin._replace(header_length=pos),
                                details=MqDetails(effective, Envelope(outer, tuple(headers), **info)))

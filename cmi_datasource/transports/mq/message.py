@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from ...messages import Descriptor, PhysicalMessage
+from ...messages import Descriptor, Origin, PhysicalMessage
 from .mqmd import MQMD
 
 
@@ -43,7 +43,7 @@ def neutral_descriptor(mqmd: Optional[MQMD]) -> Optional[Descriptor]:
 def mq_message(mqmd: Optional[MQMD], payload: bytes, source: str, index: int, file_offset: int,
                file_end: int) -> PhysicalMessage:
     """A message as captured (``None``: a dump written with -dN has no descriptor)."""
-    return PhysicalMessage(neutral_descriptor(mqmd), payload, source, index, file_offset, file_end,
+    return PhysicalMessage(neutral_descriptor(mqmd), payload, Origin(source, index, file_offset, file_end),
                            details=None if mqmd is None else MqDetails(mqmd))
 
 

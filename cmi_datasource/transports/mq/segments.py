@@ -58,9 +58,9 @@ def _join(pieces: List[PhysicalMessage]):
     # Exact duplicates stay among the parts: they are the same logical message, and the messages
     # view gives them its role; ``repeated_parts`` names the piece each repeats.
     every_piece = sorted(pieces, key=lambda p: (mqmd_of(p).offset, p.source, p.index))
+    origin = first.origin._replace(parts=tuple(p.span for p in every_piece), repeated_parts=tuple(repeated))
     return dataclasses.replace(first, details=MqDetails(mqmd, first.details.envelope),
-                               payload=b"".join(p.payload for p in ordered),
-                               parts=tuple(p.span for p in every_piece), repeated_parts=tuple(repeated))
+                               payload=b"".join(p.payload for p in ordered), origin=origin)
 
 
 def join_segments(messages: Sequence[PhysicalMessage]) -> Tuple[List[PhysicalMessage], List[UnjoinedMessage]]:

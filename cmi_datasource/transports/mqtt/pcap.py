@@ -30,7 +30,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ...containers import max_record_bytes
 from ...errors import CmiFormatError, Location
-from ...messages import MessageSpan, PhysicalMessage
+from ...messages import MessageSpan, Origin, PhysicalMessage
 from ...storage import identity
 from . import packets
 from .packets import CONNECT
@@ -111,14 +111,14 @@ class _MqttReader(StreamReader):
             yield from self.lost(self.gap, "(not captured)")
 
     def lost(self, problem: str, kind: str = "(not read)") -> Iterator[Tuple[int, PhysicalMessage, int]]:
-        yield self._placed(PhysicalMessage(None, b"", self.path, 0, self.start, self.start, problem=problem,
+        yield self._placed(PhysicalMessage(None, b"", Origin(self.path, 0, self.start, self.start), problem=problem,
                                            details=MqttDetails(kind, 0, False, False)))
 
     def _placed(self, message: PhysicalMessage) -> Tuple[int, PhysicalMessage, int]:
         """The message at the frames that carried it, in its connection and direction."""
         first, last = self.frames_of(message.file_offset, message.file_end)
         located = dataclasses.replace(
-            message, file_offset=first.offset, file_end=last.end,
+            message, origin=message.origin._replace(file_offset=first.offset, file_end=last.end),
             details=dataclasses.replace(message.details, connection=self.connection.name, direction=self.direction,
                                         frame=first.number))
         return first.number, located, len(message.payload) + MESSAGE_OVERHEAD
@@ -157,7 +157,7 @@ def _numbered(message: PhysicalMessage, index: int) -> PhysicalMessage:
     if damage is not None:
         damage = dataclasses.replace(damage, location=dataclasses.replace(
             damage.location, message_index=index, file_offset=message.file_offset))
-    return dataclasses.replace(message, index=index, damage=damage)
+    return dataclasses.replace(message, origin=message.origin._replace(message_index=index), damage=damage)
 
 
 def _without_redeliveries(messages: Iterable[PhysicalMessage]) -> Iterator[PhysicalMessage]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 from ...errors import CmiFormatError, KeptError, Location, TruncatedError
-from ...messages import Descriptor, PhysicalMessage
+from ...messages import Descriptor, Origin, PhysicalMessage
 from ..mq import mqget
 from ..mq.envelope import unwrap
 from ..mq.message import mq_message
@@ -77,14 +77,15 @@ def cmi_message(payload: bytes, properties: Sequence[Tuple[str, Any]], source: s
         except ValueError:
             raise MqttFormatError(f"user properties {user} do not give whole numbers for MsgType, Encoding "
                                   f"and CodedCharSetId", where) from None
-        return PhysicalMessage(descriptor, payload, source, index, start, end)
+        return PhysicalMessage(descriptor, payload, Origin(source, index, start, end))
     if mqget.looks_like_capture(payload[:4]):  # an MQMD in front of the data
         order, version, codec = mqget.mqmd_shape(payload, 0, where)
         layout = MQMD_V2 if version == 2 else MQMD_V1
         mqmd = descriptor_from_bytes(payload, 0, order, version, codec, where)
         message = unwrap(mq_message(mqmd, payload[layout.size:], source, index, start, end))
-        return dataclasses.replace(message, header_length=message.header_length + layout.size)
-    return PhysicalMessage(None, payload, source, index, start, end)
+        origin = message.origin._replace(header_length=message.origin.header_length + layout.size)
+        return dataclasses.replace(message, origin=origin)
+    return PhysicalMessage(None, payload, Origin(source, index, start, end))
 
 
 # Packet types that may have carried a CMI message: a refused one is damage (``PhysicalMessage.damage``),
@@ -258,15 +259,15 @@ class _RefusedRun:
         damage = first.damage
         if damage is not None:
             damage = dataclasses.replace(damage, problem=problem)
-        return dataclasses.replace(first, file_end=self.end, header_length=self.end - first.file_offset,
-                                   problem=problem, damage=damage)
+        origin = first.origin._replace(file_end=self.end, header_length=self.end - first.file_offset)
+        return dataclasses.replace(first, origin=origin, problem=problem, damage=damage)
 
 
 def _renumbered(message: PhysicalMessage, index: int) -> PhysicalMessage:
     damage = message.damage
     if damage is not None:
         damage = dataclasses.replace(damage, location=dataclasses.replace(damage.location, message_index=index))
-    return dataclasses.replace(message, index=index, damage=damage)
+    return dataclasses.replace(message, origin=message.origin._replace(message_index=index), damage=damage)
 
 
 def _is_refused(message: PhysicalMessage) -> bool:
@@ -298,15 +299,15 @@ def _packet_message(data: bytes, packet: packets.Packet, session: Session, alias
         session.connect = connect = packets.read_connect(data, packet, where)
         details = MqttDetails(packet.name, packet.qos, packet.dup, packet.retain, client_id=connect.client_id,
                               version=connect.version, properties=tuple(_property_text(*p) for p in connect.properties))
-        return PhysicalMessage(None, b"", source, index, start, end, details=details,
-                               header_length=packet.end - packet.start)
+        return PhysicalMessage(None, b"", Origin(source, index, start, end, header_length=packet.end - packet.start),
+                               details=details)
     version = session.version()
     if packet.type == AUTH and version is not None and version.level != 5:
         raise MqttFormatError("packet type 15 is reserved in MQTT 3.1 and 3.1.1 (AUTH is MQTT 5's): malformed "
                               "packet", where(packet.start))
     if packet.type == PUBLISH:
         if version is None and rereading:  # planning gave the level: ``rebuild`` reads it
-            return PhysicalMessage(None, bytes(data[packet.start:packet.end]), source, index, start, end,
+            return PhysicalMessage(None, bytes(data[packet.start:packet.end]), Origin(source, index, start, end),
                                    details=MqttDetails(packet.name, packet.qos, packet.dup, packet.retain, raw=True))
         if version is None:
             raise MqttFormatError(f"PUBLISH before any CONNECT that names the protocol, and {session.unknown()}: "
@@ -319,8 +320,8 @@ def _packet_message(data: bytes, packet: packets.Packet, session: Session, alias
     details = MqttDetails(packet.name, packet.qos, packet.dup, packet.retain, acknowledged,
                           client_id=version.client_id if version else None,
                           version=version.version if version else None)
-    return PhysicalMessage(None, b"", source, index, start, end, details=details,
-                           header_length=packet.end - packet.start)
+    return PhysicalMessage(None, b"", Origin(source, index, start, end, header_length=packet.end - packet.start),
+                           details=details)
 
 
 def _refused(data: bytes, packet: packets.Packet, session: Session, error: CmiFormatError, source: str, index: int,
@@ -337,8 +338,9 @@ def _refused(data: bytes, packet: packets.Packet, session: Session, error: CmiFo
     details = MqttDetails(packet.name, packet.qos, packet.dup, packet.retain, packet_id, topic,
                           client_id=version.client_id if version else None,
                           version=version.version if version else None)
-    return PhysicalMessage(None, b"", source, index, base_offset + packet.start, base_offset + packet.end,
-                           details=details, header_length=packet.end - packet.start, problem=error.problem,
+    origin = Origin(source, index, base_offset + packet.start, base_offset + packet.end,
+                    header_length=packet.end - packet.start)
+    return PhysicalMessage(None, b"", origin, details=details, problem=error.problem,
                            damage=KeptError.of(error) if packet.type in MAY_CARRY_CMI else None)
 
 
@@ -358,8 +360,8 @@ def unframed_message(data: bytes, pos: int, error: CmiFormatError, session: Sess
                           version=version.version if version else None)
     harmless = isinstance(error, TruncatedError) and first >> 4 not in MAY_CARRY_CMI  # a cut PUBACK, say
     damage = None if harmless else KeptError.of(type(error)(problem, error.location, error.hint))
-    return PhysicalMessage(None, b"", source, index, base_offset + pos, base_offset + len(data), details=details,
-                           header_length=len(data) - pos, problem=problem, damage=damage)
+    origin = Origin(source, index, base_offset + pos, base_offset + len(data), header_length=len(data) - pos)
+    return PhysicalMessage(None, b"", origin, details=details, problem=problem, damage=damage)
 
 
 def publish_message(data: bytes, packet: packets.Packet, connect: packets.Connect, aliases: Dict[int, str],
@@ -381,6 +383,7 @@ def publish_message(data: bytes, packet: packets.Packet, connect: packets.Connec
     details = MqttDetails(packet.name, packet.qos, packet.dup, packet.retain, publish.packet_id, topic,
                           connect.client_id, connect.version, tuple(_property_text(*p) for p in publish.properties),
                           mq=message.details)
-    return dataclasses.replace(message, details=details, problem=problem or message.problem,
-                               header_length=message.header_length + publish.payload_start - packet.start,
+    origin = message.origin._replace(
+        header_length=message.origin.header_length + publish.payload_start - packet.start)
+    return dataclasses.replace(message, origin=origin, details=details, problem=problem or message.problem,
                                reread_hint=connect.level)

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, Optional
 import pyarrow as pa
 
 from ...errors import Location
-from ...messages import PhysicalMessage
+from ...messages import Origin, PhysicalMessage
 from ..base import CaptureFormat, FileView, Transport
 from .codes import MESS_TYPES, RTE_CLASSES, name_of
 from .packet import read_packet
@@ -49,8 +49,9 @@ class RteStreamFormat(CaptureFormat):
                                 else name_of(MESS_TYPES, s.header["mess_type"]) for s in packet.segments)
             details = SapDbDetails(rte.direction, None if rte.header is None else name_of(RTE_CLASSES, rte.mess_class),
                                    sql)
-            yield PhysicalMessage(None, rte.body, source, index, rte.start, rte.end,
-                                  details=details, header_length=RTE_HEADER.size * rte.frames, problem=problem)
+            yield PhysicalMessage(None, rte.body, Origin(source, index, rte.start, rte.end,
+                                                         header_length=RTE_HEADER.size * rte.frames),
+                                  details=details, problem=problem)
 
 
 class SapDbTransport(Transport):

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ...cmi.correl import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE
 from ...errors import CmiFormatError, KeptError, Location
-from ...messages import Descriptor, OutgoingMessage, PhysicalMessage, UnjoinedMessage
+from ...messages import Descriptor, OutgoingMessage, Origin, PhysicalMessage, UnjoinedMessage
 from ..base import (READ_CHUNK_BYTES, CaptureFormat, Keep, Transport, damaged_message, kept, parse_in_chunks,
                     scan_recovering)
 from . import records, sequence
@@ -117,8 +117,9 @@ class _Reader:
             raise records.RvCmiError(f"RV message of type {kind!r}: not one of {', '.join(records.KINDS)}", located)
         shown = records.summary(fields, field_count, SUMMARY_FIELDS, located)
         details = RvDetails(kind, field_count, shown, count, header, raw, values)
-        return PhysicalMessage(_descriptor(msg_type), payload, self.source, index, base_offset + pos,
-                               base_offset + end, details=details, reread_hint=hint), end
+        return PhysicalMessage(_descriptor(msg_type), payload, Origin(self.source, index, base_offset + pos,
+                                                                      base_offset + end),
+                               details=details, reread_hint=hint), end
 
 
 def _header_end(data: bytes, pos: int) -> Optional[int]:
