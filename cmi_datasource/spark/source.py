@@ -16,6 +16,7 @@ from ..engine.load import Load
 from ..engine.options import ReadOptions, SaveOptions
 from ..errors import CmiOptionError
 from .reporting import reported
+from .stream_writer import CmiStreamWriter, stream_save_options
 from .writer import CmiWriter
 
 _WORKER_SETTLED = False
@@ -73,7 +74,13 @@ Writing::
     df.write.format("cmi").mode("append").option("dataset", "WORK.CUSTOMERS").save("/data/outbound")
     df.write.format("cmi").mode("append").option("transport", "tibrv").save("/data/outbound-rv")
 
-``mode`` must be ``append`` or ``overwrite``. Write options:
+``mode`` must be ``append`` or ``overwrite``. A stream writes each micro-batch as one capture,
+exactly once per batch id with a checkpoint (docs/writing.md)::
+
+    df.writeStream.format("cmi").option("dataset", "WORK.EVENTS") \\
+        .option("checkpointLocation", "/chk/events").start("/data/outbound")
+
+Write options (a stream's too):
 
 """
 
@@ -116,6 +123,10 @@ class CmiDataSource(DataSource):
     @reported
     def writer(self, schema: StructType, overwrite: bool) -> CmiWriter:
         return CmiWriter(SaveOptions.parse(dict(self.options)), schema, overwrite)
+
+    @reported
+    def streamWriter(self, schema: StructType, overwrite: bool) -> CmiStreamWriter:
+        return CmiStreamWriter(stream_save_options(dict(self.options)), schema, overwrite)
 
 
 class CmiPartition(InputPartition):
