@@ -42,11 +42,16 @@ def land(folder, number: int, values) -> None:
     os.rename(hidden, os.path.join(folder, f"file-{number}.json"))
 
 
-def run_available_now(spark, source, checkpoint, destination=None, **options):
-    """Everything new in ``source`` through the cmi sink, then stop; the query is returned."""
+def events(spark, source):
+    """The rows landing in ``source``, as a stream, the name column with its fixed width."""
     rows = spark.readStream.schema(SCHEMA).json(str(source))
-    writer = (rows.select("x", F.col("name").alias("name", metadata=NAME_WIDTH)).writeStream.format("cmi")
-              .option("dataset", DATASET).option("checkpointLocation", str(checkpoint)))
+    return rows.select("x", F.col("name").alias("name", metadata=NAME_WIDTH))
+
+
+def run_available_now(stream, checkpoint, destination=None, output_mode="append", **options):
+    """Everything new in ``stream`` through the cmi sink, then stop; the query is returned."""
+    writer = (stream.writeStream.format("cmi").outputMode(output_mode).option("dataset", DATASET)
+              .option("checkpointLocation", str(checkpoint)))
     for key, value in options.items():
         writer = writer.option(key, value)
     query = writer.trigger(availableNow=True).start(*([str(destination)] if destination else []))
@@ -70,14 +75,14 @@ def values(spark, path) -> list:
 def test_files_arriving_over_three_runs_are_written_once_each_a_capture_per_batch(spark, tmp_path):
     source, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "chk"
     land(source, 0, range(0, 10))
-    first = run_available_now(spark, source, checkpoint, out)
+    first = run_available_now(events(spark, source), checkpoint, out)
     assert captures(out) == [batch_capture(first.id, 0)]
     land(source, 1, range(10, 25))
     land(source, 2, range(25, 30))
-    second = run_available_now(spark, source, checkpoint, out)
+    second = run_available_now(events(spark, source), checkpoint, out)
     assert second.id == first.id  # one query across restarts: its checkpoint keeps its id
     assert captures(out) == sorted([batch_capture(first.id, 0), batch_capture(first.id, 1)])
-    run_available_now(spark, source, checkpoint, out)  # nothing new: nothing more
+    run_available_now(events(spark, source), checkpoint, out)  # nothing new: nothing more
     assert sorted(os.listdir(out)) == captures(out)  # no staging left behind
     assert values(spark, out) == [float(v) for v in range(30)]
     attachments = spark.read.format("cmi").option("view", "attachments").load(str(out)).collect()
@@ -85,6 +90,19 @@ def test_files_arriving_over_three_runs_are_written_once_each_a_capture_per_batc
     assert {a["name"] for a in attachments} == {"WORK.EVENTS"}
     names = spark.read.format("cmi").load(str(out)).select("name").collect()
     assert sorted(r["name"] for r in names) == sorted(f"row {v}" for v in range(30))
+
+
+def test_in_complete_mode_each_batch_replaces_the_captures_before_it(spark, tmp_path):
+    source, out, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "chk"
+    land(source, 0, range(0, 10))
+    counts = events(spark, source).groupBy((F.col("x") % 2).alias("parity")).agg(F.count("*").alias("n"))
+    query = run_available_now(counts, checkpoint, out, output_mode="complete")
+    assert captures(out) == [batch_capture(query.id, 0)]
+    land(source, 1, range(10, 31))
+    run_available_now(counts, checkpoint, out, output_mode="complete")
+    assert captures(out) == [batch_capture(query.id, 1)]
+    result = spark.read.format("cmi").load(str(out)).collect()
+    assert sorted((r["parity"], r["n"]) for r in result) == [(0.0, 16.0), (1.0, 15.0)]
 
 
 # -- a driver killed after our commit, before Spark's commit log ------------------------------------
@@ -141,7 +159,7 @@ def test_a_batch_committed_before_the_driver_died_is_not_written_again_when_spar
     assert (checkpoint / "offsets" / "0").exists() and not (checkpoint / "commits" / "0").exists()
 
     land(source, 1, range(10, 15))
-    query = run_available_now(spark, source, checkpoint, out)  # the real sink, from the same checkpoint
+    query = run_available_now(events(spark, source), checkpoint, out)  # the real sink, from the same checkpoint
     assert committed == batch_capture(query.id, 0)
     assert (checkpoint / "commits" / "0").exists() and (checkpoint / "commits" / "1").exists()  # batch 0 re-run
     assert captures(out) == sorted([committed, batch_capture(query.id, 1)])
@@ -158,14 +176,14 @@ def test_a_stream_to_a_live_broker_is_read_back_once_even_when_spark_reruns_a_se
     source, checkpoint = tmp_path / "in", tmp_path / "chk"
     live = {"transport": "mqtt", "mqtt.broker": f"127.0.0.1:{port}", "mqtt.topic": "sas/stream"}
     land(source, 0, range(0, 10))
-    run_available_now(spark, source, checkpoint, **live)
+    run_available_now(events(spark, source), checkpoint, **live)
     land(source, 1, range(10, 30))
-    run_available_now(spark, source, checkpoint, **live)
+    run_available_now(events(spark, source), checkpoint, **live)
     # What Spark does after a driver died between our publish and its commit log: batch 1 runs again
     # and its messages reach the broker a second time.
     for name in ("1", ".1.crc"):  # the commit log entry and its checksum, as if never written
         os.remove(checkpoint / "commits" / name)
-    run_available_now(spark, source, checkpoint, **live)
+    run_available_now(events(spark, source), checkpoint, **live)
     assert (checkpoint / "commits" / "1").exists() and not (checkpoint / "offsets" / "2").exists()
     stop_capture()
 
