@@ -10,7 +10,8 @@ from pyspark.sql.datasource import DataSource
 
 
 class DefaultSource(DataSource):
-    """``spark.read.format("cmi")`` / ``df.write.format("cmi")``: see ``cmi_datasource.spark.source``."""
+    """``spark.read.format("cmi")`` / ``df.write.format("cmi")`` / ``df.writeStream.format("cmi")``: see
+    ``cmi_datasource.spark.source``."""
 
     @classmethod
     def name(cls) -> str:
@@ -32,6 +33,9 @@ class DefaultSource(DataSource):
 
     def writer(self, schema, overwrite):
         return self._source().writer(schema, overwrite)
+
+    def streamWriter(self, schema, overwrite):
+        return self._source().streamWriter(schema, overwrite)
 
 
 __all__ = ["DefaultSource"]

@@ -1,6 +1,11 @@
-"""Helpers the unit tests share: CMI traffic as IBM MQ would carry it, built in memory."""
+"""Helpers the tests share: CMI traffic as IBM MQ would carry it, built in memory; the processes a
+process started (to kill a driver as a crash would)."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from typing import List, Sequence, Tuple
 
 import pyarrow as pa
@@ -64,3 +69,42 @@ def latin1_dump_at(path) -> str:
     with open(path, "wb") as f:
         write_dump(f, messages)
     return str(path)
+
+
+def descendants(pid: int) -> list:
+    """The processes started by ``pid``, its children's children included (Linux /proc)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def wait_for(condition, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def kill_tree(process: subprocess.Popen) -> None:
+    """SIGKILL ``process`` and every process it started at once, as in a crash, and reap it."""
+    for pid in [process.pid] + descendants(process.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.communicate()

@@ -108,14 +108,16 @@ def _encodable(codepage, what: str):
     return guard()
 
 
-def stream_messages(attachments: Sequence[OutgoingAttachment],
-                    options: WriteOptions) -> Iterator[OutgoingMessage]:
+def stream_messages(attachments: Sequence[OutgoingAttachment], options: WriteOptions,
+                    ids: Optional[IdSource] = None) -> Iterator[OutgoingMessage]:
+    """The messages of one header; ``ids`` gives its correlation keys and MsgIds (by default
+    random, or derived from ``options.deterministic_seed``)."""
     codepage = code_page(options.ccsid)
     with _encodable(codepage, "the application message"):
         application = codepage.encode(options.application_message)
     messages = attachment_messages(attachments, application_message=application, codepage=codepage,
                                    encoding=options.encoding, wire=options.wire,
-                                   ids=IdSource(options.deterministic_seed),
+                                   ids=ids or IdSource(options.deterministic_seed),
                                    deterministic=options.deterministic_seed is not None)
     with _encodable(codepage, "a dataset or file name or an attachment description"):
         yield from messages

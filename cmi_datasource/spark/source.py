@@ -19,6 +19,7 @@ from ..engine.stream import stream_schema
 from ..errors import CmiError, CmiOptionError
 from ..storage import PathNotFoundError
 from .reporting import reported
+from .stream_writer import CmiStreamWriter, stream_save_options
 from .writer import CmiWriter
 
 if TYPE_CHECKING:
@@ -79,7 +80,13 @@ Writing::
     df.write.format("cmi").mode("append").option("dataset", "WORK.CUSTOMERS").save("/data/outbound")
     df.write.format("cmi").mode("append").option("transport", "tibrv").save("/data/outbound-rv")
 
-``mode`` must be ``append`` or ``overwrite``. Write options:
+``mode`` must be ``append`` or ``overwrite``. A stream writes each micro-batch as one capture,
+exactly once per batch id with a checkpoint (docs/writing.md)::
+
+    df.writeStream.format("cmi").option("dataset", "WORK.EVENTS") \\
+        .option("checkpointLocation", "/chk/events").start("/data/outbound")
+
+Write options (a stream's too):
 
 """
 
@@ -143,6 +150,10 @@ class CmiDataSource(DataSource):
     @reported
     def writer(self, schema: StructType, overwrite: bool) -> CmiWriter:
         return CmiWriter(SaveOptions.parse(dict(self.options)), schema, overwrite)
+
+    @reported
+    def streamWriter(self, schema: StructType, overwrite: bool) -> CmiStreamWriter:
+        return CmiStreamWriter(stream_save_options(dict(self.options)), schema, overwrite)
 
 
 _STREAM_SCHEMA = ("a stream (spark.readStream) takes its schema from the data set's first attachment: give it "

@@ -45,7 +45,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..charsets import code_page
-from ..cmi.emit import OutgoingAttachment, header_groups
+from ..cmi.emit import IdSource, OutgoingAttachment, header_groups
 from ..engine.options import SaveOptions
 from ..engine.write import FileToWrite, dataset_attachment, file_attachment, stream_messages
 from .. import storage
@@ -110,15 +110,15 @@ def previous_dumps(directory: str) -> List[str]:
     return found
 
 
-class CmiWriter(DataSourceArrowWriter):
-    def __init__(self, options: SaveOptions, schema: StructType, overwrite: bool):
+class StagedWrite:
+    """What a save and a streaming micro-batch share: the options and columns checked before any
+    task runs, a task's spill, and the commit turning the spills into one capture (or a live send).
+    The subclasses decide where spills are staged and what the capture is named."""
+
+    def __init__(self, options: SaveOptions, schema: StructType):
         self.options = options
-        self.overwrite = overwrite
         self.arrow_schema = _arrow_schema_with_metadata(schema)
-        self.job_id = uuid.uuid4().hex
         options.check_destination()  # a folder of captures, each job adding its own
-        self.destination_existed = storage.is_dir(options.directory)
-        self.staging = storage.join(options.directory, STAGING_DIR, self.job_id)
         codepage = code_page(self.options.codec.ccsid)
         try:
             message = codepage.encode(self.options.codec.application_message)
@@ -137,32 +137,35 @@ class CmiWriter(DataSourceArrowWriter):
             if "name" not in names or column not in names:
                 raise CmiOptionError(f"writing {options.kind} files needs columns 'name' and '{column}'; "
                                      f"the DataFrame has {sorted(names)}")
-        # What an overwrite replaces is what was here when the job started: a dump another job
-        # commits while this one runs is that job's output and stays.
-        self.replaces = previous_dumps(options.directory) if overwrite else []
-        # Made last, once the options are known good, on the driver before any task runs: a task
-        # that finds it gone knows the job was aborted and writes nothing, so a task finishing
-        # late cannot leave files behind an abort.
-        _make_staging(self.staging)
+
+    @property
+    def sends_live(self) -> bool:
+        """Whether the commit sends the messages to a live broker: nothing is written at the destination."""
+        return capture_format(self.options.write_format).transport.sends_live(dict(self.options.transport_options))
+
+    def capture_path(self, job: str) -> str:
+        """Where a capture of ``job`` (32 hex digits, or more ending in them) lands: our name pattern."""
+        suffix = capture_format(self.options.write_format).suffix
+        return storage.join(self.options.directory, f"{DUMP_PREFIX}{self.options.dataset_name.lower()}-{job}{suffix}")
 
     # -- tasks ------------------------------------------------------------------------------
 
-    @reported
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> CmiCommitMessage:
+    def spill(self, iterator: Iterator[pa.RecordBatch], staging: str, gone: str) -> CmiCommitMessage:
+        """A task's batches as an Arrow spill file in ``staging``; ``gone`` says why that folder
+        may be missing (the job was aborted)."""
         context = TaskContext.get()
         partition_id = context.partitionId() if context else 0
         attempt = context.attemptNumber() if context else 0
         # Each attempt spills to a name of its own: a failed attempt's half-written spill may
         # remain until the job ends, and only the spills named in commit messages are read.
-        path = storage.join(self.staging, f"part-{partition_id:05d}-attempt-{attempt}-{uuid.uuid4().hex[:8]}.arrow")
+        path = storage.join(staging, f"part-{partition_id:05d}-attempt-{attempt}-{uuid.uuid4().hex[:8]}.arrow")
         rows = 0
         lengths: Dict[str, int] = {}
         codepage = code_page(self.options.codec.ccsid)
         try:
             sink = storage.open_output(path) if storage.is_remote(path) else pa.OSFile(path, "wb")
         except OSError:
-            raise StagingLostError(f"the write job {self.job_id} was aborted: its staging folder "
-                                   f"{self.staging} is gone") from None
+            raise StagingLostError(f"{gone}: its staging folder {staging} is gone") from None
         try:
             with sink, pa.ipc.new_stream(sink, self.arrow_schema) as spill:
                 for batch in iterator:
@@ -174,7 +177,7 @@ class CmiWriter(DataSourceArrowWriter):
                     spill.write_batch(batch)
                     rows += batch.num_rows
         except BaseException:
-            _remove_quietly(path)
+            remove_quietly(path)
             raise
         return CmiCommitMessage(partition_id, path, rows, lengths)
 
@@ -211,37 +214,34 @@ class CmiWriter(DataSourceArrowWriter):
                         content = value if isinstance(value, bytes) else str(value).encode("utf-8")
                         yield file_attachment(FileToWrite(name, content=content, lrecl=o.lrecl), self.options.codec)
 
-    @reported
-    def commit(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+    def deliver(self, messages: Sequence[Optional[WriterCommitMessage]], staging: str, final: str,
+                ids: Optional[IdSource] = None) -> None:
+        """The commit: the spills of the tasks' ``messages`` (``None`` for a task that failed), in
+        partition order, as one header's attachments, sent live or written to ``final``. The
+        capture is assembled in ``staging`` (inside the destination) and renamed: the rename is
+        atomic, so a reader or a crash sees the whole capture or none of it (``final`` is unused
+        when the messages are sent live). ``ids`` gives the
+        correlation keys and MsgIds (by default random, or the option deterministic's)."""
         o = self.options
-        # Spark hands back what this writer's tasks returned: CmiCommitMessage, or None for a task that failed.
         parts = sorted((m for m in messages if isinstance(m, CmiCommitMessage)), key=lambda m: m.partition_id)
-        try:
-            self._check_spills(parts)
-            attachments = (self._dataset_attachments(parts) if o.kind == "dataset"
-                           else list(self._file_attachments(parts)))
-            codepage = code_page(self.options.codec.ccsid)
-            groups = header_groups(attachments, codepage, self.options.codec.wire, self.options.codec.max_message_bytes)
-            messages_out = (m for group in groups for m in stream_messages(group, self.options.codec))
-            transport = capture_format(o.write_format).transport
-            if transport.sends_live(dict(o.transport_options)):  # nothing is written at the destination
-                transport.send(messages_out, dict(o.transport_options))
-                return
-            # Assembled inside the destination (the staging folder is in it), then renamed: the
-            # rename is atomic, so a reader or a crash sees the whole dump or none of it.
-            assembling = storage.join(self.staging, f"assembling-{self.job_id}{capture_format(o.write_format).suffix}")
-            with storage.open_output(assembling) as out:
-                capture_format(o.write_format).write(
-                    out, messages_out, deterministic=self.options.codec.deterministic_seed is not None,
-                    comments=[WRITER_MARK, f"Dataset = {o.dataset_name}" if o.kind == "dataset"
-                              else f"Files = {o.kind}"])
-            suffix = capture_format(o.write_format).suffix
-            final = storage.join(o.directory, f"{DUMP_PREFIX}{o.dataset_name.lower()}-{self.job_id}{suffix}")
-            storage.move(assembling, final)
-            for path in self.replaces:
-                _remove_quietly(path)  # another overwrite may have removed it already
-        finally:
-            self._remove_staging()
+        self._check_spills(parts)
+        attachments = (self._dataset_attachments(parts) if o.kind == "dataset"
+                       else list(self._file_attachments(parts)))
+        codepage = code_page(self.options.codec.ccsid)
+        groups = header_groups(attachments, codepage, self.options.codec.wire, self.options.codec.max_message_bytes)
+        # One id source for every header: each header's keys differ from the others', seeded or not.
+        ids = ids or IdSource(self.options.codec.deterministic_seed)
+        messages_out = (m for group in groups for m in stream_messages(group, self.options.codec, ids))
+        chosen = capture_format(o.write_format)
+        if self.sends_live:
+            chosen.transport.send(messages_out, dict(o.transport_options))
+            return
+        assembling = storage.join(staging, f"assembling-{uuid.uuid4().hex}{chosen.suffix}")
+        with storage.open_output(assembling) as out:
+            chosen.write(out, messages_out, deterministic=self.options.codec.deterministic_seed is not None,
+                         comments=[WRITER_MARK, f"Dataset = {o.dataset_name}" if o.kind == "dataset"
+                                   else f"Files = {o.kind}"])
+        storage.move(assembling, final)
 
     def _check_spills(self, parts: Sequence[CmiCommitMessage]) -> None:
         """Every spill the tasks reported is still there, before a byte of the dump is written
@@ -253,33 +253,65 @@ class CmiWriter(DataSourceArrowWriter):
                     f"nothing was committed; something removed files under {STAGING_DIR} while the job "
                     f"ran (a cleanup, or another job's overwrite by hand): write again")
 
+
+class CmiWriter(StagedWrite, DataSourceArrowWriter):
+    def __init__(self, options: SaveOptions, schema: StructType, overwrite: bool):
+        super().__init__(options, schema)
+        self.overwrite = overwrite
+        self.job_id = uuid.uuid4().hex
+        self.destination_existed = storage.is_dir(options.directory)
+        self.staging = storage.join(options.directory, STAGING_DIR, self.job_id)
+        # What an overwrite replaces is what was here when the job started: a dump another job
+        # commits while this one runs is that job's output and stays.
+        self.replaces = previous_dumps(options.directory) if overwrite else []
+        # Made last, once the options are known good, on the driver before any task runs: a task
+        # that finds it gone knows the job was aborted and writes nothing, so a task finishing
+        # late cannot leave files behind an abort.
+        make_staging(self.staging)
+
+    @reported
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> CmiCommitMessage:
+        return self.spill(iterator, self.staging, f"the write job {self.job_id} was aborted")
+
+    @reported
+    def commit(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+        try:
+            self.deliver(messages, self.staging, self.capture_path(self.job_id))
+            if not self.sends_live:
+                for path in self.replaces:
+                    remove_quietly(path)  # another overwrite may have removed it already
+        finally:
+            remove_staging(self.staging)
+
     def abort(self, messages: List[Optional[WriterCommitMessage]]) -> None:
-        self._remove_staging()
+        remove_staging(self.staging)
         if storage.is_remote(self.options.directory):
             return  # a store's "folders" are key prefixes: one with no object left is gone
         if not self.destination_existed and os.path.isdir(self.options.directory) \
                 and not os.listdir(self.options.directory):
             os.rmdir(self.options.directory)
 
-    def _remove_staging(self) -> None:
-        if storage.is_remote(self.staging):
-            storage.delete_tree(self.staging)
-            return
-        # A task still finishing may create a file while the folder is being removed: try again
-        # until the folder is gone (tasks cannot recreate it; see __init__).
-        for _ in range(100):
-            shutil.rmtree(self.staging, ignore_errors=True)
-            if not os.path.exists(self.staging):
-                break
-            time.sleep(0.02)
-        parent = os.path.dirname(self.staging)
-        try:
-            os.rmdir(parent)  # only when empty: other jobs may be staging beside us
-        except OSError:
-            pass
+
+def remove_staging(staging: str) -> None:
+    """A job's (or a micro-batch's) staging folder, and ``_cmi_temporary`` when it is left empty."""
+    if storage.is_remote(staging):
+        storage.delete_tree(staging)
+        return
+    # A task still finishing may create a file while the folder is being removed: try again
+    # until the folder is gone (tasks cannot recreate it; see CmiWriter.__init__).
+    for _ in range(100):
+        shutil.rmtree(staging, ignore_errors=True)
+        if not os.path.exists(staging):
+            break
+        time.sleep(0.02)
+    parent = os.path.dirname(staging)
+    try:
+        os.rmdir(parent)  # only when empty: other jobs may be staging beside us
+    except OSError:
+        pass
 
 
-def _make_staging(staging: str) -> None:
+def make_staging(staging: str, exist_ok: bool = False) -> None:
     """``staging`` and its parent, robust to a sibling job removing the (then empty) parent at
     the same moment as it ends."""
     if storage.is_remote(staging):
@@ -287,14 +319,14 @@ def _make_staging(staging: str) -> None:
         return
     for _ in range(10):
         try:
-            os.makedirs(staging)
+            os.makedirs(staging, exist_ok=exist_ok)
             return
         except FileNotFoundError:
             continue
-    os.makedirs(staging)
+    os.makedirs(staging, exist_ok=exist_ok)
 
 
-def _remove_quietly(path: str) -> None:
+def remove_quietly(path: str) -> None:
     try:
         storage.delete_file(path)
     except (OSError, CmiError):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -28,6 +27,7 @@ from cmi_datasource.spark.errors import StagingLostError, unwrap
 from cmi_datasource.spark.writer import STAGING_DIR
 
 from conftest import ROOT
+from support import kill_tree, wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -46,16 +46,6 @@ def dumps(directory) -> list:
 
 def values(spark, path) -> list:
     return sorted(r["x"] for r in spark.read.format("cmi").load(str(path)).collect())
-
-
-def wait_for(condition, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 # -- a driver of its own ------------------------------------------------------------------------
@@ -145,25 +135,6 @@ def events(log) -> list:
         return [json.loads(line) for line in f]
 
 
-def descendants(pid: int) -> list:
-    """The processes started by ``pid``, its children's children included (Linux /proc)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 @pytest.fixture(scope="module")
 def retried(tmp_path_factory):
     """Two writes of ids 0..39 in 4 partitions (batches of 5 rows) with local[2,3], in a driver of
@@ -210,12 +181,7 @@ def test_a_driver_killed_mid_commit_leaves_no_dump_and_the_next_write_ignores_it
         assembling = wait_for(lambda: [p for p in glob.glob(str(out / STAGING_DIR / "*" / "assembling-*"))
                                        if os.path.getsize(p) > 0], "dump bytes on disk")
     finally:
-        for pid in [driver.pid] + descendants(driver.pid):  # everything dies at once, as in a crash
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        driver.communicate()
+        kill_tree(driver)
     time.sleep(0.5)
     leftovers = tree(out)
     assert dumps(out) == [] and all(p.startswith(STAGING_DIR + os.sep) for p in leftovers)  # nothing looks finished
