@@ -73,8 +73,9 @@ class CmiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _spooling(self) -> None:
         """The live broker's spooler running in this process (the stream runner's)."""
-        if self.spool is not None and self.spool not in _SPOOLERS:
-            _SPOOLERS[self.spool] = Spooler(self.spool_settings).start()
+        settings, folder = self.spool_settings, self.spool
+        if settings is not None and folder is not None and folder not in _SPOOLERS:
+            _SPOOLERS[folder] = Spooler(settings).start()
 
     def stop(self) -> None:
         spooler = _SPOOLERS.pop(self.spool, None) if self.spool else None

@@ -44,6 +44,9 @@ def test_a_live_broker_streamed_through_its_spool_reaches_the_sink_once(spark, t
 
     query = start()
     try:
+        # The broker keeps messages for a session once it exists: the query's first micro-batch
+        # (its first offset) starts the spooler, which subscribes before that batch is planned.
+        wait_for(lambda: query.recentProgress, 90, "the query's first micro-batch")
         sent(broker, orders(0, 40), "first")
         wait_for(lambda: len(ids()) >= 40, 90, "the first attachment in the sink")
     finally:
