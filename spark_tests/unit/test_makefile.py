@@ -10,8 +10,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def planned(tmp_path, target: str) -> list:
     """The commands ``make TARGET`` would run on a fresh clone."""
-    done = subprocess.run(["make", "-n", target, f"VENV={tmp_path / 'fresh-venv'}"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    # As a newcomer runs it, not as a make that runs these tests (make test): no MAKEFLAGS or
+    # MAKELEVEL inherited, which would make it print "Entering directory" lines among the commands.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    done = subprocess.run(["make", "--no-print-directory", "-n", target, f"VENV={tmp_path / 'fresh-venv'}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
