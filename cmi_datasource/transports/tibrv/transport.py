@@ -220,7 +220,7 @@ class RvTransport(Transport):
     name = "tibrv"
     formats = (RvFormat(),)
     write_format = "tibrv"
-    # RV sends numbers as big-endian IEEE doubles (seed 001): its records are written so.
+    # RV sends numbers as big-endian IEEE doubles (docs/spec/tibrv.md#ato): its records are written so.
     required_write_options = {"encoding": (ENCODING, "RV numbers are big-endian IEEE")}
     message_columns = (pa.field("rv_type", pa.string()), pa.field("rv_fields", pa.int32()),
                        pa.field("rv_summary", pa.string()))
