@@ -53,7 +53,10 @@ def test_missing_modules_asks_the_interpreter_itself(bare_python):
 
 
 def test_workers_without_pyarrow_are_named_by_pyspark_python(bare_python):
-    env = dict(os.environ, PYSPARK_PYTHON=bare_python, PYTHONPATH=ROOT, SPARK_CONF_DIR=os.path.join(ROOT, "conf"))
+    # The README's first snippet as a newcomer runs it: PYSPARK_PYTHON only (make test also exports
+    # PYSPARK_DRIVER_PYTHON, which Spark's local planning workers would run instead).
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_DRIVER_PYTHON"}
+    env.update(PYSPARK_PYTHON=bare_python, PYTHONPATH=ROOT, SPARK_CONF_DIR=os.path.join(ROOT, "conf"))
     done = subprocess.run([sys.executable, "-c", DRIVER, MIXED], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
