@@ -37,9 +37,9 @@ PORT = _mqtt(PORT_OPTION, READ, server_ports, "The TCP ports of MQTT brokers in 
 BROKER = _mqtt("mqtt.broker", WRITE, broker_address, "With `transport` `mqtt`: publish every message to the broker at "
                "`host:port` (MQTT 5, QoS 1, with [paho-mqtt](https://github.com/eclipse-paho/paho.mqtt.python); "
                "Correlation Data and user properties MsgType, Encoding, CodedCharSetId, MsgId as "
-               "[CMI over MQTT](spec/mqtt.md#cmi-over-mqtt) has them), waiting for every acknowledgement, instead of writing a file; no path is needed. A "
-               "broker that refuses the connection, goes away or does not answer in `mqtt.timeout` seconds is an "
-               "error naming it.")
+               "[CMI over MQTT](spec/mqtt.md#cmi-over-mqtt) has them), waiting for every acknowledgement, "
+               "instead of writing a file; no path is needed. A broker that refuses the connection, goes away "
+               "or does not answer in `mqtt.timeout` seconds is an error naming it.")
 TOPIC = _mqtt("mqtt.topic", WRITE, text, "With `mqtt.broker`: the topic published to.", "sas/cmi")
 CLIENT_ID = _mqtt("mqtt.clientId", WRITE, text, "With `mqtt.broker`: the client identifier.", "", "a random one")
 TIMEOUT = _mqtt("mqtt.timeout", WRITE, seconds, "With `mqtt.broker`: seconds to wait for the broker.", 30.0, "30")
