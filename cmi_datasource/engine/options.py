@@ -374,9 +374,13 @@ class ReadOptions:
     max_files_per_trigger: Optional[int] = None  # a stream's micro-batch takes at most this many new files
     max_bytes_per_trigger: Optional[int] = None  # ... or new files of at most this many bytes (one at least)
     attachment_timeout: float = 3600.0  # seconds a stream waits for the rest of an incomplete attachment
-    # Not an option: the keys of the dataset attachments read, when a stream's micro-batch chooses
-    # them (engine/stream.py); None: options dataset and attachment choose.
+    # Not options: what a stream's micro-batch reads of its files (engine/stream.py). ``attachments``:
+    # the keys of the attachments it emits (the views of attachments read those alone; None:
+    # options dataset and attachment choose). ``new_files``: the files it takes new, beside those
+    # re-read for the attachments they hold (the views of messages and files read these alone;
+    # None: every file).
     attachments: Optional[Tuple[str, ...]] = None
+    new_files: Optional[Tuple[str, ...]] = None
 
     # The parsers read the bound of their process (containers.max_record_bytes): options made here,
     # or unpickled in a Spark worker, set it there.

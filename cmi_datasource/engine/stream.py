@@ -1,6 +1,8 @@
 """A folder of captures read as a stream (``spark.readStream.format("cmi")``), without Spark: the
-offsets, which files and attachments each micro-batch reads, and its parts, read by the batch path
-(``reading.py``) over the micro-batch's files, restricted to the attachments it emits.
+offsets, which files and attachments each micro-batch reads, and its parts. A micro-batch is a
+batch read (``reading.py``) of its files restricted to what it emits: the attachments that
+complete in it, and the rows of its new files (messages, a transport's own view). ``STREAMED``
+says, per view, which attachments its stream waits for and what becomes of one given up.
 
 The offset (a JSON dict, what Spark checkpoints) holds:
 
@@ -10,7 +12,7 @@ The offset (a JSON dict, what Spark checkpoints) holds:
 - ``carried``: ``[path, mtime_ns]`` of the files holding messages of ``waiting`` attachments:
   each micro-batch reads them again with its new files, so an attachment rotated into the next
   file completes there.
-- ``waiting``: the keys of the data set's attachments still incomplete (bounded by
+- ``waiting``: the keys of the attachments the stream waits for still incomplete (bounded by
   ``attachmentTimeout``: one waiting longer is given up).
 - ``new``: how many files the micro-batch ending here took after the previous ``taken``, and a
   digest of their paths: replaying the micro-batch (after a failure) checks that it reads the
@@ -33,11 +35,12 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 
 from ..cmi.assembly import Attachment
+from ..cmi.header import ATTACHMENT_DATASET
 from ..errors import AttachmentError, CmiError, CmiOptionError, IncompleteAttachmentError
 from ..payload.sas_dataset import arrow_schema
 from ..storage import PathNotFoundError, exists, times_and_sizes
@@ -48,6 +51,7 @@ from .options import ReadOptions
 from .plan import Part
 from .reading import plan, read_part
 from .selection import names_dataset
+from .views import view
 
 _LOG = logging.getLogger(__name__)
 
@@ -70,13 +74,59 @@ class Landed:
         return (self.mtime_ns, self.path)
 
 
+# Which attachments a stream waits for (it emits each once, when complete or given up).
+Follows = Callable[[ReadOptions, Attachment], bool]
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """How a view is read as a stream."""
+
+    # The attachments the stream waits for: their rows are emitted once, when complete (None:
+    # nothing waits, each micro-batch emits the rows of its new files).
+    follows: Optional[Follows]
+    # Whether an attachment given up is damage, as an incomplete one is in a batch read of the
+    # view (FAILFAST fails the query); otherwise the view lists it, incomplete.
+    given_up_is_damage: bool = False
+    # Whether every attachment must have the variables of the stream's schema (taken from the
+    # first attachment); otherwise the view's schema is fixed.
+    one_layout: bool = False
+    # Whether the view has rows of files beside those of attachments (a message, a broken
+    # header, a file left out): each micro-batch emits those of its new files.
+    rows_of_files: bool = False
+
+
+def _is_dataset(options: ReadOptions, att: Attachment) -> bool:
+    return att.entry.attachment_type == ATTACHMENT_DATASET
+
+
+STREAMED: Dict[str, Streamed] = {
+    "dataset": Streamed(lambda o, a: names_dataset(o.dataset or "", a), given_up_is_damage=True, one_layout=True),
+    "attachments": Streamed(lambda o, a: True, rows_of_files=True),
+    "variables": Streamed(_is_dataset),
+    "files": Streamed(lambda o, a: not _is_dataset(o, a), given_up_is_damage=True),
+    # The messages of a file are its rows; waiting for attachments keeps the files of their
+    # first messages in the read, so a message's attachment columns are as a batch read gives them.
+    "messages": Streamed(lambda o, a: True, rows_of_files=True),
+}
+FILE_BY_FILE = Streamed(None, rows_of_files=True)  # a transport's own view (sapdb): each file read on its own
+
+
+def streamed(options: ReadOptions) -> Streamed:
+    """How the view of ``options`` streams (a transport's view: file by file)."""
+    found = STREAMED.get(options.view)
+    if found is not None:
+        return found
+    view(options.view)  # an unknown view: the error lists them
+    return FILE_BY_FILE
+
+
 def stream_options(options: ReadOptions) -> ReadOptions:
-    """The options of a stream, checked: it reads one data set, named."""
-    if options.view != "dataset":
-        raise CmiOptionError(f"a stream reads the dataset view; view {options.view!r} cannot be read as a stream yet: "
-                             f"read it with spark.read")
-    if not options.dataset:
-        raise CmiOptionError("a stream reads one data set: name it with option('dataset', 'LIB.MEMBER')")
+    """The options of a stream, checked: the dataset view reads one data set, named."""
+    streamed(options)
+    if options.view == "dataset" and not options.dataset:
+        raise CmiOptionError("a stream of the dataset view reads one data set: name it with "
+                             "option('dataset', 'LIB.MEMBER'), or stream option('view', 'attachments') or 'messages'")
     return options
 
 
@@ -98,15 +148,16 @@ class Sorted:
     incomplete: Dict[str, Set[str]]  # key -> its files: still waiting, unless given up
 
 
-def sort_attachments(capture: Capture, dataset: str, carried: Set[str], waiting: Set[str]) -> Sorted:
-    """The rule of the module docstring. An incomplete attachment with a message in a carried
-    file that was not waiting was given up before: it is neither emitted nor waited for again.
-    An attachment damaged beyond missing messages (its ``problems``) waits for nothing: it is
-    emitted, and the read mode decides."""
+def sort_attachments(capture: Capture, follows: Callable[[Attachment], bool], carried: Set[str],
+                     waiting: Set[str]) -> Sorted:
+    """The rule of the module docstring, for the attachments the stream ``follows``. An
+    incomplete attachment with a message in a carried file that was not waiting was given up
+    before: it is neither emitted nor waited for again. An attachment damaged beyond missing
+    messages (its ``problems``) waits for nothing: it is emitted, and the read mode decides."""
     emitted: List[str] = []
     incomplete: Dict[str, Set[str]] = {}
-    for att in capture.dataset_attachments():
-        if not names_dataset(dataset, att):
+    for att in capture.attachments:
+        if not follows(att):
             continue
         key, files = att.key_hex, _attachment_files(att)
         new = key in waiting or not (files & carried)
@@ -139,10 +190,11 @@ class BatchPart:
 
 
 class FolderStream:
-    """The stream of one data set's rows from the capture files landing under ``options.paths``."""
+    """The stream of a view's rows from the capture files landing under ``options.paths``."""
 
     def __init__(self, options: ReadOptions, schema: pa.Schema):
         self.options = stream_options(options)
+        self.streamed = streamed(self.options)
         self.schema = schema  # the stream's, as Spark has it (the read mode's columns included)
         self.target: Optional[Tuple[int, str]] = None  # trigger(availableNow=True): no file after it
         self._listed: Dict[str, Landed] = {}
@@ -190,8 +242,7 @@ class FolderStream:
             return start
         carried = {path: mtime for path, mtime in start["carried"]}
         files = sorted([Landed(mtime, path) for path, mtime in carried.items()] + new)
-        found = sort_attachments(self._capture([f.path for f in files]), self.options.dataset or "",
-                                 set(carried), waiting)
+        found = self._sorted([f.path for f in files], set(carried), waiting)
         mtimes = {f.path: f.mtime_ns for f in files}
         now_ns = time.time_ns() if now_ns is None else now_ns
         timeout_ns = int(self.options.attachment_timeout * 1e9)
@@ -207,6 +258,15 @@ class FolderStream:
                "new": {"files": len(new), "digest": _digest([f.path for f in new])},
                "given_up": given_up}
         return end
+
+    def _sorted(self, paths: Sequence[str], carried: Set[str], waiting: Set[str],
+                capture: Optional[Capture] = None) -> Sorted:
+        """``sort_attachments`` over the files (nothing to sort when the view follows none)."""
+        follows = self.streamed.follows
+        if follows is None:
+            return Sorted((), {})
+        options = self.options
+        return sort_attachments(capture or self._capture(paths), lambda a: follows(options, a), carried, waiting)
 
     def _capture(self, paths: Sequence[str]) -> Capture:
         o = self.options
@@ -234,30 +294,33 @@ class FolderStream:
 
     def partitions(self, start: dict, end: dict) -> List[BatchPart]:
         """The micro-batch's parts: the batch read's parts over its files, of the attachments it
-        emits; the attachments given up as the read mode has incomplete ones."""
+        emits and of its new files; the attachments given up as the view has incomplete ones."""
         if _checked(start) == _checked(end):
             return []
         files = self.batch_files(start, end)
         if not files:
             return []
-        capture = self._capture(files)
-        found = sort_attachments(capture, self.options.dataset or "", {p for p, _ in start["carried"]},
-                                 set(start["waiting"]))
+        carried = {p for p, _ in start["carried"]}
+        new = tuple(p for p in files if p not in carried)
+        capture = None if self.streamed.follows is None else self._capture(files)
+        found = self._sorted(files, carried, set(start["waiting"]), capture)
         emitted = list(found.emitted) + [k for k in end["given_up"] if k in found.incomplete]
         mode = read_mode(self.options)
-        if mode.raises:
+        texts: List[str] = []
+        if capture is not None and self.streamed.given_up_is_damage and mode.raises:
             self._fail_on_given_up(capture, end["given_up"])
-        emitted, texts = self._same_variables(capture, emitted)
+        if capture is not None and self.streamed.one_layout:
+            emitted, texts = self._same_variables(capture, emitted)
         parts: List[BatchPart] = []
-        if emitted:
-            options = replace(self.options, paths=tuple(files), attachments=tuple(emitted))
+        if emitted or (new and self.streamed.rows_of_files):
+            options = replace(self.options, paths=tuple(files), attachments=tuple(emitted), new_files=new)
             parts += [BatchPart(options, part) for part in plan(Load(options)).parts or ()]
         if texts and mode.reports:
             parts.append(BatchPart(self.options, StreamReport(tuple(texts))))
         return parts
 
     def _fail_on_given_up(self, capture: Capture, given_up: Sequence[str]) -> None:
-        for att in capture.dataset_attachments():
+        for att in capture.attachments:
             if att.key_hex in given_up:
                 raise IncompleteAttachmentError(
                     f"attachment {att.key_hex} ({att.entry.kind} {att.entry.name}) is still incomplete after option "
@@ -337,10 +400,12 @@ def _checked(offset: dict) -> dict:
 
 
 def stream_schema(options: ReadOptions) -> Optional[pa.Schema]:
-    """The schema a stream starts with: from the first attachment of the data set (files in the
-    order they are taken) whose variable definitions can be read, complete or not, as the read
-    mode has it; None when there is none yet."""
+    """The schema a stream starts with: the view's own, or the dataset view's from the first
+    attachment of the data set (files in the order they are taken) whose variable definitions can
+    be read, complete or not, as the read mode has it; None when there is none yet."""
     options = stream_options(options)
+    if not streamed(options).one_layout:
+        return view(options.view).schema(Load(options))  # the same whatever the files hold
     folder = FolderStream(options, pa.schema([]))
     files = [f.path for f in folder.landed()]
     if not files:

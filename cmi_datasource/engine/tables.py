@@ -3,7 +3,7 @@ a capture or, for external files, from plans; ``views.py`` puts them in partitio
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Collection, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -71,9 +71,15 @@ def _hex(raw: Optional[bytes]) -> Optional[str]:
     return raw.hex().upper() if raw is not None else None
 
 
-def attachments_table(capture: Capture) -> pa.Table:
+def attachments_table(capture: Capture, keys: Optional[Collection[str]] = None,
+                      files: Optional[Collection[str]] = None) -> pa.Table:
+    """A row per attachment (only those of ``keys``, when given), per broken header and per file
+    the read left out (only those in ``files``, when given: a stream's micro-batch emits the rows
+    of no attachment from the files it takes new)."""
     rows = []
     for a in capture.attachments:
+        if keys is not None and a.key_hex not in keys:
+            continue
         observations = variables = label = None
         problem = None if a.complete else a.why_incomplete()
         if a.complete and a.entry.attachment_type == ATTACHMENT_DATASET:
@@ -93,6 +99,8 @@ def attachments_table(capture: Capture) -> pa.Table:
             "problem": problem, "source": a.header_message.source,
         })
     for broken in capture.assembly.broken_headers:
+        if files is not None and broken.message.source not in files:
+            continue
         descriptor = broken.message.descriptor  # a MsgType 100000 message: it has one
         rows.append({"attachment": _hex(descriptor.correl_id[KEY] if descriptor else None), "kind": "header",
                      "name": "", "description": "", "complete": False, "expected_messages": None,
@@ -100,6 +108,8 @@ def attachments_table(capture: Capture) -> pa.Table:
                      "observations": None, "variables": None, "label": None, "message": None,
                      "problem": broken.problem, "source": broken.message.source})
     for lost in capture.left_out:  # files the read left out: no attachment of them is known
+        if files is not None and lost.path not in files:
+            continue
         rows.append({"complete": False, "found_messages": 0, "problem": lost.text(), "source": lost.path})
     return pa.Table.from_pylist(rows, schema=ATTACHMENTS_SCHEMA)
 
@@ -111,10 +121,13 @@ def _message_values(capture: Capture, message: Optional[PhysicalMessage]) -> Opt
     return transport.message_values(message) if transport is not None else None
 
 
-def variables_table(capture: Capture) -> pa.Table:
+def variables_table(capture: Capture, keys: Optional[Collection[str]] = None) -> pa.Table:
+    """A row per variable of each complete data set (only those of ``keys``, when given)."""
     rows = []
     for a in capture.attachments:
         if a.entry.attachment_type != ATTACHMENT_DATASET or not a.complete:
+            continue
+        if keys is not None and a.key_hex not in keys:
             continue
         for position, v in enumerate(capture.layout(a).variables, start=1):
             rows.append({"dataset": a.entry.name, "attachment": a.key_hex, "position": position,

@@ -22,6 +22,7 @@ from ..transports import FileView
 from .capture import Capture, LeftOut
 from .decode import slice_batches
 from .load import Load
+from .options import ReadOptions
 from .plan import (AttachmentPlan, DatasetSlice, Part, SlicePack, attachment_plan, dataset_slices, pack_slices,
                    partition_target, whole_run)
 from .recovery import Recovery
@@ -164,14 +165,16 @@ class TablePart(Part):
 
 
 class ListingView(View):
-    def __init__(self, name: str, schema: pa.Schema, build):
+    """A table of the capture (``build(capture, options)``), built while planning."""
+
+    def __init__(self, name: str, schema: pa.Schema, build: Callable[[Capture, ReadOptions], pa.Table]):
         self.name, self._schema, self._build = name, schema, build
 
     def schema(self, load: Load) -> pa.Schema:
         return self._schema
 
     def plan(self, load: Load) -> List[Part]:
-        return [TablePart(self._build(load.capture()))]
+        return [TablePart(self._build(load.capture(), load.options))]
 
     def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
         assert isinstance(part, TablePart)
@@ -220,7 +223,8 @@ class FilesView(View):
         """A plan per complete external file. FAILFAST: an incomplete or damaged one raises; the
         other modes read the rest (PERMISSIVE reports each incomplete one in a row of its own)."""
         capture: Capture = load.capture()
-        chosen = capture.file_attachments()
+        keys = load.options.attachments
+        chosen = [a for a in capture.file_attachments() if keys is None or a.key_hex in keys]
         if load.mode.raises:
             check_unplaced_damage(capture)
             check_undamaged(chosen)
@@ -267,10 +271,12 @@ class MessagesView(View):
 
     def plan(self, load: Load) -> List[Part]:
         """A part per file read, and the files the read left out (options ignoreCorruptFiles,
-        ignoreMissingFiles) in a row each."""
-        capture = load.capture()
-        left_out: List[Part] = [TablePart(left_out_messages(capture.left_out))] if capture.left_out else []
-        return [FilePart(path) for path in capture.paths] + left_out
+        ignoreMissingFiles) in a row each; of a stream's micro-batch, its new files alone (the
+        others are read again for the attachments of their messages)."""
+        capture, new = load.capture(), load.options.new_files
+        lost = [f for f in capture.left_out if new is None or f.path in new]
+        left_out: List[Part] = [TablePart(left_out_messages(lost))] if lost else []
+        return [FilePart(path) for path in capture.paths if new is None or path in new] + left_out
 
     def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
         if isinstance(part, TablePart):
@@ -297,7 +303,8 @@ class TransportFileView(View):
         return self.found.schema
 
     def plan(self, load: Load) -> List[Part]:
-        return [FilePart(path) for path in load.options.files()]
+        new = load.options.new_files
+        return [FilePart(path) for path in (load.options.files() if new is None else new)]
 
     def read(self, part: Part, load: Load) -> Iterator[pa.RecordBatch]:
         assert isinstance(part, FilePart)
@@ -308,8 +315,8 @@ class TransportFileView(View):
 
 VIEWS: Dict[str, View] = {v.name: v for v in (
     DatasetView(),
-    ListingView("attachments", ATTACHMENTS_SCHEMA, attachments_table),
-    ListingView("variables", VARIABLES_SCHEMA, variables_table),
+    ListingView("attachments", ATTACHMENTS_SCHEMA, lambda c, o: attachments_table(c, o.attachments, o.new_files)),
+    ListingView("variables", VARIABLES_SCHEMA, lambda c, o: variables_table(c, o.attachments)),
     FilesView(),
     MessagesView(),
 )}

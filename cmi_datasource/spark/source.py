@@ -121,10 +121,11 @@ class CmiDataSource(DataSource):
             return spark_schema(planned.schema(Load(options)))
         except CmiError as e:
             # Spark asks a batch read and a stream (spark.readStream) alike. A stream takes its
-            # schema from the data set's first attachment, complete or not, where the batch read
-            # of the whole folder may fail (a capture rotated mid-attachment, attachments with
-            # other variables since): that schema, then; a batch read raises e again in reader().
-            found = stream_schema(options) if options.view == "dataset" and options.dataset else None
+            # schema from the data set's first attachment, complete or not (or the view's own),
+            # where the batch read of the whole folder may fail (a capture rotated mid-attachment,
+            # attachments with other variables since, an empty folder): that schema, then; a batch
+            # read raises e again in reader().
+            found = stream_schema(options) if options.view != "dataset" or options.dataset else None
             if found is None:
                 raise _said_for_streams(e, options) from None
             return spark_schema(found)

@@ -70,3 +70,32 @@ def test_an_attachment_with_other_variables_fails_failfast_and_is_reported_by_pe
     assert sorted(r.ID for r in found if r.ID is not None) == [0.0, 1.0]
     assert [r._corrupt_record for r in found if r._corrupt_record is not None][0].startswith(
         "FIN.LEDGER: attachment ")
+
+
+def test_the_attachments_and_messages_views_as_streams_list_everything_once(spark, tmp_path):
+    folder = tmp_path / "in"
+    rotated = transfer(60, 100)
+    land(folder, "a.dmp", transfer(2, 0), NOW)
+    land(folder, "rotated-1.dmp", rotated[:len(rotated) // 2], NOW + 1)
+
+    def run(view):
+        query = (spark.readStream.format("cmi").option("view", view).load(str(folder)).writeStream
+                 .format("parquet").option("path", str(tmp_path / view))
+                 .option("checkpointLocation", str(tmp_path / f"{view}-checkpoint")).trigger(availableNow=True).start())
+        query.awaitTermination()
+
+    for view in ("attachments", "messages"):
+        run(view)
+    listed = spark.read.parquet(str(tmp_path / "attachments")).collect()
+    assert [(r.name, r.observations) for r in listed] == [("FIN.LEDGER", 2)]  # the rotated one waits
+    land(folder, "rotated-2.dmp", rotated[len(rotated) // 2:], NOW + 2)
+    for view in ("attachments", "messages"):
+        run(view)
+        run(view)  # nothing new: nothing more
+    listed = spark.read.parquet(str(tmp_path / "attachments")).collect()
+    assert sorted((r.name, r.observations, r.complete) for r in listed) == [("FIN.LEDGER", 2, True),
+                                                                            ("FIN.LEDGER", 60, True)]
+    batch = spark.read.format("cmi").option("view", "messages").load(str(folder))
+    streamed = spark.read.parquet(str(tmp_path / "messages"))
+    key = ["source", "index", "attachment", "sequence", "role"]
+    assert sorted(streamed.select(*key).collect()) == sorted(batch.select(*key).collect())
