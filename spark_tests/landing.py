@@ -3,6 +3,7 @@ written by our writer, an attachment's messages split over two files (a capture 
 middle of a transfer), and modification times set so that the order files are taken in is known."""
 from __future__ import annotations
 
+import io
 import os
 from typing import List, Sequence
 
@@ -27,13 +28,20 @@ def transfer(n: int, first: int = 0, member: str = "LEDGER", library: str = "FIN
                           options=options)
 
 
+def dump(messages: Sequence) -> bytes:
+    """The bytes of a dmpmqmsg dump of ``messages``."""
+    out = io.BytesIO()
+    capture_format("dmpmqmsg").write(out, list(messages))
+    return out.getvalue()
+
+
 def land(folder, name: str, messages: Sequence, second: int) -> str:
     """A dmpmqmsg dump of ``messages`` written beside ``folder`` and moved in whole (as a capture
     should land), modified at ``second`` (since the epoch)."""
     os.makedirs(folder, exist_ok=True)
     hidden = os.path.join(folder, f".{name}.part")  # hidden names are never listed
     with open(hidden, "wb") as out:
-        capture_format("dmpmqmsg").write(out, list(messages))
+        out.write(dump(messages))
     os.utime(hidden, (second, second))
     final = os.path.join(folder, name)
     os.replace(hidden, final)
