@@ -1,6 +1,7 @@
 """Capture files landing in a folder over time, for the stream tests (unit and Spark): dumps
 written by our writer, an attachment's messages split over two files (a capture rotated in the
-middle of a transfer), and modification times set so that the order files are taken in is known."""
+middle of a transfer), and modification times set so that the order files are taken in is known;
+and a stream of them run into a Parquet sink, with what the sink holds."""
 from __future__ import annotations
 
 import io
@@ -46,3 +47,19 @@ def land(folder, name: str, messages: Sequence, second: int) -> str:
     final = os.path.join(folder, name)
     os.replace(hidden, final)
     return final
+
+
+def stream_to_parquet(spark, path: str, sink, checkpoint):
+    """One run of FIN.LEDGER's stream from ``path`` into a Parquet sink with a checkpoint, until
+    everything there has been read (``trigger(availableNow=True)``); the query, which did not fail."""
+    query = (spark.readStream.format("cmi").option("dataset", "FIN.LEDGER").load(path)
+             .writeStream.format("parquet").option("path", str(sink))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert query.exception() is None
+    return query
+
+
+def ids_in(spark, sink) -> List[float]:
+    """The IDs the Parquet sink holds as Spark reads it (the files its log, _spark_metadata, lists)."""
+    return sorted(r.ID for r in spark.read.parquet(str(sink)).collect())

@@ -18,7 +18,7 @@ from cmi_datasource.engine.options import ReadOptions
 from cmi_datasource.engine.stream import FolderStream, stream_schema
 from cmi_datasource.storage import times_and_sizes
 
-from landing import dump, transfer
+from landing import dump, ids_in, stream_to_parquet, transfer
 
 pytestmark = pytest.mark.spark
 
@@ -26,20 +26,6 @@ pytestmark = pytest.mark.spark
 def upload(s3, prefix: str, name: str, messages) -> str:
     """A dmpmqmsg dump of ``messages`` under the prefix: a PUT, so the object appears whole."""
     return s3.put(f"{prefix}/{name}", dump(messages))
-
-
-def run_available_now(spark, uri, sink, checkpoint):
-    """One run of the query until everything there has been read; the query."""
-    query = (spark.readStream.format("cmi").option("dataset", "FIN.LEDGER").load(uri)
-             .writeStream.format("parquet").option("path", str(sink))
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    query.awaitTermination()
-    assert query.exception() is None
-    return query
-
-
-def ids_in(spark, sink):
-    return sorted(r.ID for r in spark.read.parquet(str(sink)).collect())
 
 
 def last_offset(checkpoint) -> dict:
@@ -55,14 +41,14 @@ def test_objects_uploaded_between_runs_reach_the_sink_once_and_a_rotated_attachm
     rotated = transfer(200, 100)
     upload(s3, prefix, "a.dmp", transfer(5, 0))
     first_half = upload(s3, prefix, "b-rotated-1.dmp", rotated[:len(rotated) // 2])
-    run_available_now(spark, uri, sink, checkpoint)
+    stream_to_parquet(spark, uri, sink, checkpoint)
     assert ids_in(spark, sink) == [float(i) for i in range(5)]  # the rotated attachment waits...
     offset = last_offset(checkpoint)
     assert [path for path, _ in offset["carried"]] == [first_half] and len(offset["waiting"]) == 1  # ...in S3
 
     upload(s3, prefix, "c-rotated-2.dmp", rotated[len(rotated) // 2:])
     last = upload(s3, prefix, "d.dmp", transfer(3, 5))
-    run_available_now(spark, uri, sink, checkpoint)
+    stream_to_parquet(spark, uri, sink, checkpoint)
     whole = [float(i) for i in range(8)] + [float(i) for i in range(100, 300)]
     assert ids_in(spark, sink) == whole
     offset = last_offset(checkpoint)
@@ -70,7 +56,7 @@ def test_objects_uploaded_between_runs_reach_the_sink_once_and_a_rotated_attachm
     [(mtime_ns, _)] = times_and_sizes([last])
     assert offset["taken"][0] == mtime_ns  # the object's Last-Modified, as the store gives it
 
-    again = run_available_now(spark, uri, sink, checkpoint)  # nothing new: nothing more
+    again = stream_to_parquet(spark, uri, sink, checkpoint)  # nothing new: nothing more
     assert [p for p in again.recentProgress if p["numInputRows"] > 0] == []
     assert ids_in(spark, sink) == whole
 
