@@ -6,9 +6,13 @@ says, per view, which attachments its stream waits for and what becomes of one g
 
 The offset (a JSON dict, what Spark checkpoints) holds:
 
-- ``taken``: ``[mtime_ns, path]`` of the newest file read. Files are taken in the order of
-  (modification time, path): every file at or before it has been read, every one after it not.
-  So the offset stays small whatever the number of files (no list of every file seen).
+- ``taken``: ``[mtime_ns, path]`` of the newest file read, and ``same_time``: the paths read with
+  that very modification time. Files are taken in the order of (modification time, path): every
+  file older than ``taken`` has been read, every newer one not, and of those with its time the
+  ones ``same_time`` lists (a file landing in the same tick as the newest read, with a name
+  sorting before it, is read next: an object store's times have whole seconds). So the offset
+  stays small whatever the number of files (no list of every file seen). An offset without
+  ``same_time`` (checkpointed by an earlier version) read every file at or before ``taken``.
 - ``carried``: ``[path, mtime_ns]`` of the files holding messages of ``waiting`` attachments:
   each micro-batch reads them again with its new files, so an attachment rotated into the next
   file completes there.
@@ -214,14 +218,14 @@ class FolderStream:
         self._listed = {f.path: f for f in found}
         return sorted(found)
 
-    def _after(self, landed: Sequence[Landed], taken: Optional[Sequence]) -> List[Landed]:
-        mark = None if taken is None else (int(taken[0]), str(taken[1]))
-        return [f for f in landed if mark is None or f.mark > mark]
+    def _after(self, landed: Sequence[Landed], offset: dict) -> List[Landed]:
+        """The files ``offset`` has not taken."""
+        return [f for f in landed if not _taken(f, offset)]
 
     # -- offsets --------------------------------------------------------------------------------
 
     def initial_offset(self) -> dict:
-        return {"version": OFFSET_VERSION, "taken": None, "carried": [], "waiting": [],
+        return {"version": OFFSET_VERSION, "taken": None, "same_time": [], "carried": [], "waiting": [],
                 "new": {"files": 0, "digest": _digest([])}, "given_up": []}
 
     def prepare_available_now(self) -> None:
@@ -233,7 +237,7 @@ class FolderStream:
         """The offset ending the next micro-batch: ``start`` itself when there is nothing to do."""
         start = _checked(start)
         landed = self.landed()
-        new = self._after(landed, start["taken"])
+        new = self._after(landed, start)
         if self.target is not None:
             new = [f for f in new if f.mark <= self.target]
         new = _limited(new, limit)
@@ -252,7 +256,7 @@ class FolderStream:
         if not new and not given_up:
             return start  # the waiting attachments wait on
         end = {"version": OFFSET_VERSION,
-               "taken": list(new[-1].mark) if new else start["taken"],
+               **_taken_after(start, landed, new),
                "carried": sorted([p, mtimes[p]] for p in set().union(*still.values()) if p in mtimes),
                "waiting": sorted(still),
                "new": {"files": len(new), "digest": _digest([f.path for f in new])},
@@ -279,9 +283,7 @@ class FolderStream:
         """The files the micro-batch from ``start`` to ``end`` reads: those ``start`` carries and
         the new ones, checked against what ``end`` recorded of them."""
         start, end = _checked(start), _checked(end)
-        new = self._after(self.landed(), start["taken"])
-        upto = None if end["taken"] is None else (int(end["taken"][0]), str(end["taken"][1]))
-        new = [f for f in new if upto is not None and f.mark <= upto]
+        new = [f for f in self._after(self.landed(), start) if _taken(f, end)]
         paths = [f.path for f in new]
         if len(paths) != end["new"]["files"] or _digest(paths) != end["new"]["digest"]:
             raise CmiOptionError(
@@ -373,6 +375,28 @@ def conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     columns = [batch.column(f.name) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
                for f in schema]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _taken(f: Landed, offset: dict) -> bool:
+    """Whether ``offset`` has taken the file (the rule of the module docstring)."""
+    if offset["taken"] is None:
+        return False
+    mtime, path = int(offset["taken"][0]), str(offset["taken"][1])
+    if f.mtime_ns != mtime:
+        return f.mtime_ns < mtime
+    same = offset.get("same_time")
+    return f.path <= path if same is None else f.path in same
+
+
+def _taken_after(start: dict, landed: Sequence[Landed], new: Sequence[Landed]) -> dict:
+    """``taken`` and ``same_time`` of the offset taking ``new`` (in the order taken) after ``start``."""
+    if not new:
+        return {key: start[key] for key in ("taken", "same_time") if key in start}
+    mark = max(new[-1].mark, (-1, "") if start["taken"] is None else (int(start["taken"][0]), str(start["taken"][1])))
+    taken = [f.path for f in landed if f.mtime_ns == mark[0] and _taken(f, start)]
+    if start["taken"] is not None and int(start["taken"][0]) == mark[0]:
+        taken += start.get("same_time", ())
+    return {"taken": list(mark), "same_time": sorted({*taken, *(f.path for f in new if f.mtime_ns == mark[0])})}
 
 
 def _limited(new: List[Landed], limit: Limit) -> List[Landed]:

@@ -168,3 +168,44 @@ def test_a_stream_needs_a_data_set_and_takes_its_schema_from_the_first_attachmen
     found = stream_schema(ReadOptions.parse({"path": str(tmp_path / "half"), "dataset": "FIN.LEDGER"}))
     assert found is not None and found.names == ["ID", "NAME"] and rows(1).schema.field("ID").type == found.field(
         "ID").type
+
+
+def test_a_file_landing_in_the_same_tick_as_the_newest_read_with_a_name_before_it_is_read_once(tmp_path):
+    # An object store's times have whole seconds: z.dmp read, then a.dmp lands in the same second.
+    land(tmp_path, "z.dmp", transfer(2, 0), T0)
+    stream = folder_stream(tmp_path)
+    first, ids = run(stream, stream.initial_offset())
+    assert sorted(ids) == [0.0, 1.0] and first["same_time"] == [str(tmp_path / "z.dmp")]
+    land(tmp_path, "a.dmp", transfer(2, 2), T0)
+    second, ids = run(stream, first)
+    assert sorted(ids) == [2.0, 3.0] and second["new"]["files"] == 1
+    assert second["taken"] == first["taken"]  # z.dmp is still the newest taken
+    assert stream.batch_files(first, second) == [str(tmp_path / "a.dmp")]
+    assert stream.latest_offset(second, None, NOW) == second  # nothing more
+    land(tmp_path, "m.dmp", transfer(1, 4), T0 + 1)
+    third, ids = run(stream, second)
+    assert ids == [4.0] and third["same_time"] == [str(tmp_path / "m.dmp")]
+
+
+def test_files_of_one_tick_are_each_taken_once_under_a_limit(tmp_path):
+    for i in range(4):
+        land(tmp_path, f"f{3 - i}.dmp", transfer(1, i), T0)
+    stream = folder_stream(tmp_path, maxFilesPerTrigger="1")
+    offset, seen = stream.initial_offset(), []
+    for _ in range(6):
+        offset, ids = run(stream, offset, limit=("files", 1))
+        seen += ids
+    assert sorted(seen) == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_an_offset_checkpointed_without_same_time_reads_nothing_again(tmp_path):
+    # Offsets written before same_time existed took every file at or before taken: they still do.
+    land(tmp_path, "a.dmp", transfer(2, 0), T0)
+    land(tmp_path, "b.dmp", transfer(2, 2), T0)
+    stream = folder_stream(tmp_path)
+    end, _ = run(stream, stream.initial_offset())
+    old = {key: value for key, value in end.items() if key != "same_time"}
+    assert stream.latest_offset(old, None, NOW) == old
+    land(tmp_path, "c.dmp", transfer(1, 4), T0)  # after b.dmp in the order taken
+    later, ids = run(stream, old)
+    assert ids == [4.0] and later["same_time"] == [str(tmp_path / n) for n in ("a.dmp", "b.dmp", "c.dmp")]
