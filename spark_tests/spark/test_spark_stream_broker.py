@@ -1,7 +1,8 @@
 """A live MQTT broker read as a stream (issue 29): spark.readStream with option mqtt.broker spools
 the broker's messages (MQTT 5, QoS 1, a persistent session, acknowledged once fsynced) into the
 folder it loads and reads that folder as a stream. Attachments published by our writer reach the
-Parquet sink once, those published while the query was stopped after it restarts."""
+Parquet sink once: those published while the query was stopped (and the broker restarted) after
+the query restarts, and those published after the broker restarted under the running query."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -23,7 +24,9 @@ def sent(broker: int, data: pa.Table, seed: str) -> int:
     return publish(messages, f"127.0.0.1:{broker}", "sas/orders")
 
 
-def test_a_live_broker_streamed_through_its_spool_reaches_the_sink_once(spark, tmp_path, broker):
+def test_a_live_broker_streamed_through_its_spool_reaches_the_sink_once(spark, tmp_path, persistent_broker):
+    mosquitto = persistent_broker
+    broker = mosquitto.port
     spool, sink, checkpoint = tmp_path / "spool", tmp_path / "out", tmp_path / "checkpoint"
     with open(tmp_path / "schema.dmp", "wb") as out:  # the stream's schema, from a capture of the same data set
         write_attachments_dump(out, [DatasetToWrite(orders(0, 1), "LIVE", "ORDERS")])
@@ -51,10 +54,14 @@ def test_a_live_broker_streamed_through_its_spool_reaches_the_sink_once(spark, t
         wait_for(lambda: len(ids()) >= 40, 90, "the first attachment in the sink")
     finally:
         query.stop()
-    sent(broker, orders(40, 25), "while stopped")  # the broker keeps them for the spooler's session
+    sent(broker, orders(40, 25), "while stopped")  # the broker keeps them for the spooler's session...
+    mosquitto.restart()  # ...and saves them as it stops, loads them as it starts
     query = start()
     try:
         wait_for(lambda: len(ids()) >= 65, 90, "the attachment published while the query was stopped")
+        mosquitto.restart()  # under the running query: its spooler reconnects, resuming its session
+        sent(broker, orders(65, 10), "after the broker restarted")
+        wait_for(lambda: len(ids()) >= 75, 90, "the attachment published after the broker restarted")
     finally:
         query.stop()
-    assert ids() == [float(i) for i in range(65)]  # every row once
+    assert ids() == [float(i) for i in range(75)]  # every row once
