@@ -18,10 +18,14 @@ written (``000000000001-20250102T030405Z.mqtt``: a sequence number, then the UTC
 begun). A spooler started on a folder a killed one left behind publishes the hidden file first,
 cut after its last whole packet (a packet cut short was never acknowledged: it comes again).
 
-A message spooled but not acknowledged when the spooler died is spooled twice: the copy is the
-same CorrelId and payload, which CMI assembly drops as an exact duplicate
-(docs/damage-and-read-modes.md#duplicates-and-incomplete-attachments), so
-the rows are read once. One spooler at a time writes a folder (a lock file, ``.spool.lock``).
+A message spooled but not acknowledged when the spooler died (or lost the broker) comes again with
+DUP set. The spooler keeps the identities (``publish_identity``) of the last ``RECENT_PUBLISHES``
+messages it spooled, read back from the newest spool files when it starts: a DUP delivery of one
+of them is acknowledged and not spooled again, so a redelivery never lands in a later spool file
+than its original (where a stream, reading files in micro-batches, would read it twice). A copy
+spooled anyway (one older than that) is the same CorrelId and payload, which CMI assembly drops
+as an exact duplicate within one read (docs/damage-and-read-modes.md#duplicates-and-incomplete-attachments).
+One spooler at a time writes a folder (a lock file, ``.spool.lock``).
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, BinaryIO, List, Mapping, Optional, Tuple
+from typing import Any, BinaryIO, Dict, List, Mapping, Optional, Tuple
 
 from ...errors import CmiError, CmiOptionError, not_one_of
 from ...option_table import READ, Option, named, nonblank, seconds, whole_number
@@ -50,6 +54,10 @@ NAME = re.compile(r"^(\.?)(\d{12})-(\d{8}T\d{6}Z)\.mqtt$")
 TOPIC_ALIAS = "TopicAlias"
 GRANTED_QOS_1 = 1  # the SUBACK reason code granting QoS 1: QoS 0 (code 0) would not keep what the spooler misses
 RECONNECT_DELAY_MAX = 30  # seconds between attempts to reach a broker gone away, at most
+# The identities of the messages spooled last that a DUP delivery is checked against: twice the
+# largest MQTT 5 Receive Maximum (65535), the most messages a broker has unacknowledged in flight
+# to one connection; the unacknowledged messages of the connection before come again first.
+RECENT_PUBLISHES = 2 * 65535
 
 
 class SpoolFolderError(CmiError):
@@ -147,6 +155,18 @@ def publish_packet(message) -> bytes:
                                 qos=message.qos, retain=bool(message.retain))
 
 
+def publish_identity(packet: bytes) -> bytes:
+    """What one PUBLISH is, whatever delivery brought it: a digest of its packet bytes without the
+    DUP flag and the packet id (both of the delivery, not the message)."""
+    framed = packets.frame_packet(packet, 0)
+    topic_end = framed.body_start + 2 + struct.unpack_from(">H", packet, framed.body_start)[0]
+    body_from = topic_end + (2 if framed.qos else 0)
+    digest = hashlib.blake2b(bytes([packet[0] & ~0x08 & 0xFF]), digest_size=16)
+    digest.update(memoryview(packet)[framed.body_start:topic_end])
+    digest.update(memoryview(packet)[body_from:framed.end])
+    return digest.digest()
+
+
 class SpoolFolder:
     """The files of one spool folder, written by one spooler (it holds the folder's lock):
     ``append`` packets to the hidden file being written, ``sync`` them to disk, ``rotate`` the
@@ -197,6 +217,20 @@ class SpoolFolder:
     @property
     def writing(self) -> bool:
         return self._out is not None
+
+    def last_publishes(self, most: int) -> List[bytes]:
+        """The identities of the last ``most`` PUBLISH packets of the spool files in place, oldest first."""
+        from .streams import framed
+        found: List[bytes] = []
+        names = sorted((n for n in os.listdir(self.folder) if (m := NAME.match(n)) and not m.group(1)), reverse=True)
+        for name in names:
+            with open(os.path.join(self.folder, name), "rb") as f:
+                data = f.read()
+            ids = [publish_identity(data[p.start:p.end]) for p in framed(data) if p.type == packets.PUBLISH]
+            found[:0] = ids
+            if len(found) >= most:
+                break
+        return found[-most:] if most else []
 
     def append(self, packet: bytes) -> None:
         if self._out is None:
@@ -279,6 +313,8 @@ class Spooler:
         self._subscribed = threading.Event()
         self._refused: Optional[str] = None
         self._published: List[str] = []
+        self._recent: Dict[bytes, None] = {}  # identities of the messages spooled last, oldest first
+        self.redelivered = 0  # DUP deliveries of messages already spooled: acknowledged, not spooled again
 
     @property
     def files(self) -> List[str]:
@@ -294,6 +330,11 @@ class Spooler:
     def start(self) -> "Spooler":
         s = self.settings
         self._folder = SpoolFolder(s.folder, s.client)
+        try:
+            self._recent = dict.fromkeys(self._folder.last_publishes(RECENT_PUBLISHES))
+        except OSError as e:
+            self._folder.close()
+            raise SpoolFolderError(f"cannot read the spool files in {s.folder}: {e.strerror or e}") from None
         try:
             # The callbacks are in place before the connection: a resumed session's messages come at once.
             self._client = connected_client(s.broker, s.client, s.timeout, on_connect=self._connected,
@@ -370,8 +411,13 @@ class Spooler:
                 return  # not acknowledged: the broker keeps it for the next session
             try:
                 packet = publish_packet(message)
-                assert self._folder is not None
-                self._folder.append(packet)
+                identity = publish_identity(packet)
+                if message.dup and identity in self._recent:
+                    self.redelivered += 1  # on disk already: acknowledged with the next sync, not spooled again
+                else:
+                    assert self._folder is not None
+                    self._folder.append(packet)
+                    self._remember(identity)
             except BaseException as e:  # a full disk, say: nothing more is acknowledged
                 self._error, self._stopping = e, True
                 self._state.notify_all()
@@ -379,6 +425,12 @@ class Spooler:
             if message.qos:
                 self._pending.append((self._connection, message.mid))
             self._state.notify_all()
+
+    def _remember(self, identity: bytes) -> None:
+        self._recent.pop(identity, None)
+        self._recent[identity] = None
+        if len(self._recent) > RECENT_PUBLISHES:
+            del self._recent[next(iter(self._recent))]
 
     # -- in the commit thread -----------------------------------------------------------------------
 
@@ -403,7 +455,7 @@ class Spooler:
                 pending, self._pending = self._pending, []
                 connection, stopping = self._connection, self._stopping
             # On disk: acknowledged, in the order received. A packet id of an earlier connection is not
-            # acknowledged: the broker sends that message again on this one (spooled twice, read once).
+            # acknowledged: the broker sends that message again on this one (DUP: not spooled again).
             for came_on, mid in pending:
                 if came_on == connection:
                     self._client.ack(mid, 1)
