@@ -7,6 +7,7 @@ cmi_datasource.explore.run_notebook --write notebooks/explore.ipynb`` refreshes 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
@@ -77,3 +78,12 @@ def test_it_tells_the_story_of_the_capture(executed):
     assert "FIN.RETURNS: sequenced message 4 is missing from the capture" in text
     assert "observations 26 to 51 lost (26)" in text
     assert "94 trusted observations of FIN.RETURNS" in text
+
+
+def test_its_stream_counts_each_data_set_as_the_folder_fills_up(executed):
+    notebook = executed
+    text = _texts(notebook)
+    # The running count after each file lands: each landing grows its own data set's count only.
+    assert re.search(r"^0\s+sales-2026-q1\.dmp\s+270\s+0$", text, re.MULTILINE)
+    assert re.search(r"^1\s+inventory\.dmp\s+270\s+40$", text, re.MULTILINE)
+    assert re.search(r"^2\s+sales-2026-q2\.dmp\s+543\s+40$", text, re.MULTILINE)
