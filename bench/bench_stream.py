@@ -164,6 +164,9 @@ def throughput(spark, directory: str, settings: StreamSettings, repeat: int) -> 
             raise RuntimeError(f"the stream (maxFilesPerTrigger {max_files}) read {rows:,} rows, not {expected:,}")
         return Throughput(max_files, seconds, len(progress), trigger_started(progress[0]) - called)
 
+    rows = spark.read.format("cmi").option("dataset", DATASET).load(folder).count()
+    if rows != expected:  # the baseline reads every row too (the dumps' keys differ: none is a duplicate)
+        raise RuntimeError(f"the batch read of the folder has {rows:,} rows, not {expected:,}")
     measured = [Throughput(None, best_of(lambda: batch_read(spark, folder), repeat))]
     for max_files in (None, *settings.max_files_per_trigger):
         stream(max_files)  # the warm-up, as best_of's
