@@ -229,7 +229,7 @@ def latency(spark, directory: str, settings: StreamSettings) -> Latency:
     def sink(df, batch_id: int) -> None:
         first, rows = first_id_and_rows(df)
         seen = time.time()
-        if rows:
+        if rows and first is not None:
             arrived[first] = (seen, batch_id, rows)
 
     landing.land()  # the first dump gives the stream its schema, and its micro-batch warms the workers
