@@ -14,7 +14,7 @@ export PYTHONPATH := $(CURDIR)
 export PATH := $(PATH):/usr/sbin:/sbin
 SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
 
-.PHONY: demo test test-tools lint typecheck docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb check-java clean fuzz
+.PHONY: demo test test-tools lint typecheck docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb bench-stream check-java clean fuzz
 
 # A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
 # pyspark_* modules on sys.path, which an editable install's import hook would hide.
@@ -88,6 +88,11 @@ bench-sapdb: $(STAMP)
 
 bench-write: $(STAMP) check-java
 	$(PY) bench/bench_write.py 1000000 2000000
+
+# A folder of dumps read as a stream against a batch read: throughput, and the latency from a file
+# landing to its rows in the sink (section 9 of make bench, alone; flags: bench/bench_stream.py --help).
+bench-stream: $(STAMP) check-java
+	$(PY) bench/bench_stream.py
 
 # Every parser under atheris for FUZZ_SECONDS each (FUZZ_TARGETS=rv,mqtt picks some); writes
 # fuzz/results.md. See fuzz/README.md.

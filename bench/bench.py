@@ -2,17 +2,20 @@
 
     .venv/bin/python bench/bench.py [--sections NAME ...] [--rows 1000000 5000000] [--repeat 3]
         [--first-job-runs 5] [--scale-rows 20000000] [--transport-rows 1000000] [--small-files 10000]
-        [--out bench/results.md]
+        [--stream-files 40] [--stream-file-rows 25000] [--latency-samples 20] [--max-files-per-trigger 1 10]
+        [--trigger-ms 100] [--out bench/results.md]
 
 A quick smoke run: --rows 100000 --scale-rows 400000 --transport-rows 100000 --small-files 200
---first-job-runs 1 --repeat 1 --out /tmp/bench-smoke.md
+--first-job-runs 1 --stream-files 10 --stream-file-rows 10000 --latency-samples 5 --repeat 1
+--out /tmp/bench-smoke.md
 
 The rows (bench/dataset.py): N observations of a mixed layout (8 numerics: one DATE, one DATETIME,
 one TIME, one of length 4; 4 character columns of 1-40 bytes with non-ASCII text; some missing
 values), written with the project's own writer as a dmpmqmsg dump, and the same rows as Parquet,
 as Arrow IPC files (the floor source's input) and as a SAS XPORT file, each when a section first
 needs it. Times are the best of --repeat runs after a warm-up, on local[*], unless said otherwise.
-The sections (bench/targets.py, one per target, in the issue's order; --sections picks some):
+The sections (bench/targets.py, one per target, in the issue's order, then issue 29's stream
+measures; --sections picks some):
 
   first-job    1. the first job of fresh sessions (new JVM and Python workers) reading the dump,
                   against a trivial Python source yielding the same rows as pre-built Arrow
@@ -31,6 +34,12 @@ The sections (bench/targets.py, one per target, in the issue's order; --sections
   transports   7. TIB/RV and MQTT captures of --transport-rows rows against the MQ dump, rows/s
   small-files  8. a directory of --small-files dumps of 100 rows: planning time (never seen, then
                   cached), partitions, the read
+  stream       9. a folder of --stream-files dumps of --stream-file-rows rows read as a stream
+                  (availableNow, into noop; unlimited and each --max-files-per-trigger) against a
+                  batch read of the folder; and the latency from a dump landing to its rows in the
+                  sink of a running query (processingTime --trigger-ms), --latency-samples times,
+                  against a batch read of that dump (bench/bench_stream.py; `make bench-stream`
+                  runs this section alone). Measures without a limit.
 
 --out gets the machine, a Targets table (target, limit, measured, ratio, met), each section's
 table, and then, verbatim, bench/analysis.md if it exists (the hand-made profiles of unmet targets).
@@ -54,7 +63,9 @@ os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 
 # compare_checkouts.py imports the rows from here.
 from bench.dataset import SCHEMA, batches, floor_source  # noqa: E402,F401
-from bench.targets import SECTIONS, TARGETS_HEADER, Run, Settings, failed  # noqa: E402
+from bench.common import TARGETS_HEADER, failed  # noqa: E402
+from bench.bench_stream import add_arguments as add_stream_arguments, settings_of  # noqa: E402
+from bench.targets import SECTIONS, Run, Settings  # noqa: E402
 
 ANALYSIS = os.path.join(ROOT, "bench", "analysis.md")
 
@@ -70,6 +81,7 @@ def parse_args():
     parser.add_argument("--scale-rows", type=int, default=20_000_000)
     parser.add_argument("--transport-rows", type=int, default=1_000_000)
     parser.add_argument("--small-files", type=int, default=10_000, help="dumps of 100 rows in the directory")
+    add_stream_arguments(parser)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))
     return parser.parse_args()
 
@@ -78,7 +90,7 @@ def main() -> None:
     args = parse_args()
     started = time.perf_counter()
     settings = Settings(sorted(args.rows), args.repeat, args.first_job_runs, args.scale_rows, args.transport_rows,
-                        args.small_files)
+                        args.small_files, settings_of(args))
     from pyspark.sql import SparkSession
     # The pandas route hands Spark a whole DataFrame from the driver: give the driver room for 5M rows.
     spark = (SparkSession.builder.master("local[*]").appName("cmi-bench").config("spark.driver.memory", "8g")
@@ -115,7 +127,8 @@ def main() -> None:
              "## Targets", "",
              "Issue 18's targets, each measured in this run against its baseline measured in the same run "
              "(absolute times move with the machine). Met when the ratio is at most the limit; a target with an "
-             "absolute limit (seconds, MB) has the measure divided by that limit as its ratio.", ""]
+             "absolute limit (seconds, MB) has the measure divided by that limit as its ratio. Issue 29's stream "
+             "measures (9.) have no limit: their ratios are reported, neither met nor missed.", ""]
     lines += TARGETS_HEADER + [t.line() for t in targets] + details
     if os.path.exists(ANALYSIS):
         with open(ANALYSIS) as f:

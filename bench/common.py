@@ -1,10 +1,13 @@
-"""Shared by the benchmark scripts: timing and the memory sampler of the Spark processes."""
+"""Shared by the benchmark scripts: timing, the memory sampler of the Spark processes, and the rows
+and tables of the report (bench/results.md)."""
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
-from typing import Dict, Iterator, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Tuple
 
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
@@ -109,3 +112,46 @@ class PeakRss:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+
+
+@dataclass
+class Target:
+    """One row of the Targets table: met when ``ratio`` <= ``limit``. A target with an absolute
+    limit (seconds, MB) has the measure divided by that limit as its ratio, and 1 as its limit.
+    A measure without a limit (``limit`` None, e.g. issue 29's stream against batch) shows its
+    ratio and is neither met nor missed."""
+    name: str
+    limit: Optional[float]
+    basis: str  # what the ratio divides
+    measured: str  # the measures behind the ratio, or why there is none
+    ratio: Optional[float] = None
+
+    def line(self) -> str:
+        if self.ratio is None:
+            limit = "—" if self.limit is None else f"<= {self.limit:g} ({self.basis})"
+            return f"| {self.name} | {limit} | {self.measured} | — | — |"
+        if self.limit is None:
+            return f"| {self.name} | none ({self.basis}) | {self.measured} | {self.ratio:.2f} | — |"
+        met = "yes" if self.ratio <= self.limit else "**no**"
+        return f"| {self.name} | <= {self.limit:g} ({self.basis}) | {self.measured} | {self.ratio:.2f} | {met} |"
+
+
+TARGETS_HEADER = ["| target | limit | measured | ratio | met |", "|---|---|---|---|---|"]
+
+
+@dataclass
+class Outcome:
+    """What a section of bench.py measured: its rows of the Targets table and its own table."""
+    targets: List[Target]
+    details: List[str] = field(default_factory=list)  # markdown: a heading, a table, notes
+
+
+def table(title: str, header: List[str], rows: List[List[str]], *notes: str) -> List[str]:
+    return (["", f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(row) + " |" for row in rows] + [line for note in notes for line in ("", note)])
+
+
+def failed(section: str, error: BaseException) -> Outcome:
+    """The Targets row of a section that raised: the run goes on with the next section."""
+    message = re.sub(r"\s+", " ", f"{type(error).__name__}: {error}").replace("|", "/")[:300]
+    return Outcome([Target(f"{section} (section failed)", None, "", message)])

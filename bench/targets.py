@@ -1,4 +1,5 @@
-"""The sections of ``bench/bench.py``, one per target of issue 18, in the issue's order.
+"""The sections of ``bench/bench.py``, one per target of issue 18, in the issue's order, then the
+stream measures of issue 29.
 
 Each section is a function of the run (``Run``: the Spark session, the settings, the benchmark's
 files of each size) returning an ``Outcome``: its rows of the Targets table and its own table.
@@ -14,13 +15,14 @@ import shutil
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List
 
 from bench.bench_first_job import first_job_times
+from bench.bench_stream import StreamSettings, stream_section
 from bench.bench_write import write_times
-from bench.common import PeakRss, best_of
+from bench.common import Outcome, PeakRss, Target, best_of, table
 from bench.dataset import BenchFiles, batches, write_capture
 from cmi_datasource import Capture
 from cmi_datasource.engine import index
@@ -41,44 +43,7 @@ class Settings:
     scale_rows: int
     transport_rows: int
     small_files: int
-
-
-@dataclass
-class Target:
-    """One row of the Targets table: met when ``ratio`` <= ``limit``. A target with an absolute
-    limit (seconds, MB) has the measure divided by that limit as its ratio, and 1 as its limit."""
-    name: str
-    limit: Optional[float]
-    basis: str  # what the ratio divides
-    measured: str  # the measures behind the ratio, or why there is none
-    ratio: Optional[float] = None
-
-    def line(self) -> str:
-        limit = "—" if self.limit is None else f"<= {self.limit:g} ({self.basis})"
-        if self.ratio is None:
-            return f"| {self.name} | {limit} | {self.measured} | — | — |"
-        met = "yes" if self.ratio <= self.limit else "**no**"
-        return f"| {self.name} | {limit} | {self.measured} | {self.ratio:.2f} | {met} |"
-
-
-TARGETS_HEADER = ["| target | limit | measured | ratio | met |", "|---|---|---|---|---|"]
-
-
-@dataclass
-class Outcome:
-    targets: List[Target]
-    details: List[str] = field(default_factory=list)  # markdown: a heading, a table, notes
-
-
-def table(title: str, header: List[str], rows: List[List[str]], *notes: str) -> List[str]:
-    return (["", f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(row) + " |" for row in rows] + [line for note in notes for line in ("", note)])
-
-
-def failed(section: str, error: BaseException) -> Outcome:
-    """The Targets row of a section that raised: the run goes on with the next section."""
-    message = re.sub(r"\s+", " ", f"{type(error).__name__}: {error}").replace("|", "/")[:300]
-    return Outcome([Target(f"{section} (section failed)", None, "", message)])
+    stream: StreamSettings
 
 
 class Run:
@@ -438,7 +403,12 @@ def small_files(run: Run) -> Outcome:
         "Partitions target: at least 10 files a partition (\"partitions that pack many small files together\")."))
 
 
+def stream(run: Run) -> Outcome:
+    """9. A folder of dumps read as a stream against a batch read: throughput and latency (issue 29)."""
+    return stream_section(run.spark, run.settings.stream, run.settings.repeat, lambda: run.scratch("stream"))
+
+
 SECTIONS: Dict[str, Callable[[Run], Outcome]] = {
     "first-job": first_job, "first-read": first_read, "warm": warm_read, "mqget": mqget, "write": write,
-    "scale": scale, "transports": transports, "small-files": small_files,
+    "scale": scale, "transports": transports, "small-files": small_files, "stream": stream,
 }
