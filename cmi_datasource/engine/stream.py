@@ -45,6 +45,7 @@ import pyarrow as pa
 
 from ..cmi.assembly import Attachment
 from ..cmi.header import ATTACHMENT_DATASET
+from ..messages import PhysicalMessage
 from ..errors import AttachmentError, CmiError, CmiOptionError, IncompleteAttachmentError
 from ..payload.sas_dataset import arrow_schema
 from ..storage import PathNotFoundError, exists, times_and_sizes
@@ -54,7 +55,7 @@ from .modes import read_mode
 from .options import ReadOptions
 from .plan import Part
 from .reading import plan, read_part
-from .selection import names_dataset
+from .selection import check_undamaged, check_unplaced_damage, names_dataset
 from .views import view
 
 _LOG = logging.getLogger(__name__)
@@ -138,10 +139,20 @@ def _digest(paths: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(paths).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
+def _messages(att: Attachment) -> List[PhysicalMessage]:
+    found = [att.header_message, att.application, att.count_message, *att.sequenced.values()]
+    return [m for m in found if m is not None]
+
+
 def _attachment_files(att: Attachment) -> Set[str]:
     """The files holding any message of the attachment."""
-    messages = [att.header_message, att.application, att.count_message, *att.sequenced.values()]
-    return {span[0] for m in messages if m is not None for span in m.spans}
+    return {span[0] for m in _messages(att) for span in m.spans}
+
+
+def _damaged(att: Attachment) -> bool:
+    """Whether the attachment is damaged beyond missing messages: its own problems, or a message
+    of it damaged (what a batch read raises in FAILFAST before it asks for the missing ones)."""
+    return bool(att.problems) or any(m.damage is not None for m in _messages(att))
 
 
 @dataclass(frozen=True)
@@ -167,7 +178,7 @@ def sort_attachments(capture: Capture, follows: Callable[[Attachment], bool], ca
         new = key in waiting or not (files & carried)
         if not new:
             continue
-        if att.complete or att.problems:
+        if att.complete or _damaged(att):
             emitted.append(key)
         else:
             incomplete[key] = files
@@ -310,6 +321,10 @@ class FolderStream:
         mode = read_mode(self.options)
         texts: List[str] = []
         if capture is not None and self.streamed.given_up_is_damage and mode.raises:
+            # As a batch read of these files fails, in its order: on damage no attachment holds,
+            # on a damaged message of an attachment emitted, on those given up.
+            check_unplaced_damage(capture)
+            check_undamaged([a for a in capture.attachments if a.key_hex in emitted])
             self._fail_on_given_up(capture, end["given_up"])
         if capture is not None and self.streamed.one_layout:
             emitted, texts = self._same_variables(capture, emitted)
