@@ -44,6 +44,10 @@ def message_code_page(message: PhysicalMessage, charsets: CharsetPolicy) -> Code
         raise UnsupportedEncodingError(str(e), message.location()) from None
 
 
+# Why a sequenced message is untrusted when copies of it differ: no message landing later mends it.
+CONFLICTING_DUPLICATES = "its duplicates conflict"
+
+
 @dataclass
 class Attachment:
     header: CmiHeader
@@ -305,7 +309,7 @@ def assemble(messages: Iterable[PhysicalMessage], charsets: CharsetPolicy = Char
                     _assign(roles, m, (ROLE_SEQUENCED, entry.key, k))
                     if k in att.sequenced:
                         att.problems.append(f"sequenced message {k} has conflicting duplicates")
-                        att.untrusted[k] = "its duplicates conflict"
+                        att.untrusted[k] = CONFLICTING_DUPLICATES
                     att.sequenced[k] = m
             for lost in unjoined:
                 if lost.correl_id[KEY] == entry.key:

@@ -43,7 +43,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tupl
 
 import pyarrow as pa
 
-from ..cmi.assembly import Attachment
+from ..cmi.assembly import CONFLICTING_DUPLICATES, Attachment
 from ..cmi.header import ATTACHMENT_DATASET
 from ..messages import PhysicalMessage
 from ..errors import AttachmentError, CmiError, CmiOptionError, IncompleteAttachmentError
@@ -144,15 +144,21 @@ def _messages(att: Attachment) -> List[PhysicalMessage]:
     return [m for m in found if m is not None]
 
 
+def _settled(att: Attachment) -> bool:
+    """Whether no message landing later can change what a read gives of the attachment: it is
+    complete, or every message of it is there and what is untrusted is so for conflicting copies."""
+    if att.complete:
+        return True
+    expected = att.expected
+    if expected is None or len(att.sequenced) != expected or att.header_message is None:
+        return False  # the length check first: the count is untrusted, the walk below bounded by it
+    return (all(k in att.sequenced for k in range(1, expected + 1)) and bool(att.untrusted)
+            and set(att.untrusted.values()) == {CONFLICTING_DUPLICATES})
+
+
 def _attachment_files(att: Attachment) -> Set[str]:
     """The files holding any message of the attachment."""
     return {span[0] for m in _messages(att) for span in m.spans}
-
-
-def _damaged(att: Attachment) -> bool:
-    """Whether the attachment is damaged beyond missing messages: its own problems, or a message
-    of it damaged (what a batch read raises in FAILFAST before it asks for the missing ones)."""
-    return bool(att.problems) or any(m.damage is not None for m in _messages(att))
 
 
 @dataclass(frozen=True)
@@ -166,19 +172,21 @@ class Sorted:
 def sort_attachments(capture: Capture, follows: Callable[[Attachment], bool], carried: Set[str],
                      waiting: Set[str]) -> Sorted:
     """The rule of the module docstring, for the attachments the stream ``follows``. An
-    incomplete attachment with a message in a carried file that was not waiting was given up
-    before: it is neither emitted nor waited for again. An attachment damaged beyond missing
-    messages (its ``problems``) waits for nothing: it is emitted, and the read mode decides."""
+    attachment whose header lies in a carried file and that was not waiting was seen whole
+    before (emitted, or given up): it is neither emitted nor waited for again (its data messages
+    may lie anywhere: they may land before its header). An incomplete attachment waits, damaged
+    or not: what it lacks (a message, a segment, an undamaged copy) may still land; the read mode
+    decides when it is given up."""
     emitted: List[str] = []
     incomplete: Dict[str, Set[str]] = {}
     for att in capture.attachments:
         if not follows(att):
             continue
         key, files = att.key_hex, _attachment_files(att)
-        new = key in waiting or not (files & carried)
+        new = key in waiting or att.header_message.source not in carried
         if not new:
             continue
-        if att.complete or _damaged(att):
+        if _settled(att):
             emitted.append(key)
         else:
             incomplete[key] = files
@@ -251,6 +259,7 @@ class FolderStream:
         new = self._after(landed, start)
         if self.target is not None:
             new = [f for f in new if f.mark <= self.target]
+        unlimited = len(new)
         new = _limited(new, limit)
         waiting = set(start["waiting"])
         if not new and not waiting:
@@ -261,8 +270,16 @@ class FolderStream:
         mtimes = {f.path: f.mtime_ns for f in files}
         now_ns = time.time_ns() if now_ns is None else now_ns
         timeout_ns = int(self.options.attachment_timeout * 1e9)
-        given_up = sorted(key for key, held in found.incomplete.items()
-                          if now_ns - max(mtimes.get(p, 0) for p in held) > timeout_ns)
+        new_paths = {f.path for f in new}
+        known = dict(start.get("waiting_since", ()))
+        # Since when each attachment waits: when the stream last read a message of it (an
+        # offset written before waiting_since: its newest file's modification time).
+        since = {key: now_ns if (held & new_paths or key not in waiting) else
+                 int(known.get(key, max(mtimes.get(p, 0) for p in held)))
+                 for key, held in found.incomplete.items()}
+        # None is given up while the read limit leaves landed files for later micro-batches.
+        given_up = [] if len(new) < unlimited else sorted(
+            key for key in found.incomplete if now_ns - since[key] > timeout_ns)
         still = {key: held for key, held in found.incomplete.items() if key not in given_up}
         if not new and not given_up:
             return start  # the waiting attachments wait on
@@ -270,6 +287,7 @@ class FolderStream:
                **_taken_after(start, landed, new),
                "carried": sorted([p, mtimes[p]] for p in set().union(*still.values()) if p in mtimes),
                "waiting": sorted(still),
+               "waiting_since": sorted([key, since[key]] for key in still),
                "new": {"files": len(new), "digest": _digest([f.path for f in new])},
                "given_up": given_up}
         return end
@@ -341,7 +359,8 @@ class FolderStream:
             if att.key_hex in given_up:
                 raise IncompleteAttachmentError(
                     f"attachment {att.key_hex} ({att.entry.kind} {att.entry.name}) is still incomplete after option "
-                    f"attachmentTimeout ({self.options.attachment_timeout:g} s) since its newest file landed: "
+                    f"attachmentTimeout ({self.options.attachment_timeout:g} s) since the stream last read a message "
+                    f"of it: "
                     f"{att.why_incomplete()}", att.header_message.location().within(att.key_hex),
                     "the rest of its messages never landed: option('mode', 'PERMISSIVE') reads what can be trusted "
                     "of it and reports the rest; a longer option('attachmentTimeout', ...) waits longer")
@@ -420,15 +439,18 @@ def _limited(new: List[Landed], limit: Limit) -> List[Landed]:
         return new
     kind, most = limit
     if kind == "files":
-        return new[:max(most, 1)]
-    taken: List[Landed] = []
-    held = 0
-    for f in new:
-        if taken and held + f.size > most:
-            break
-        taken.append(f)
-        held += f.size
-    return taken
+        taken = new[:max(most, 1)]
+    else:
+        taken, held = [], 0
+        for f in new:
+            if taken and held + f.size > most:
+                break
+            taken.append(f)
+            held += f.size
+    # Never a cut within one modification time: files of one tick are taken in name order, which
+    # need not be the order they were written in (cap-10 before cap-9).
+    tick = taken[-1].mtime_ns
+    return taken + [f for f in new[len(taken):] if f.mtime_ns == tick]
 
 
 def _checked(offset: dict) -> dict:

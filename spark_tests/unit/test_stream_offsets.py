@@ -128,7 +128,9 @@ def test_an_attachment_whose_rest_never_lands_is_given_up_after_the_timeout(tmp_
     stream = folder_stream(tmp_path, mode=mode, attachmentTimeout="60s")
     end, ids = run(stream, stream.initial_offset(), now=(T0 + 30) * 10**9)
     assert ids == [] and len(end["waiting"]) == 1
-    late = stream.latest_offset(end, None, (T0 + 61) * 10**9)
+    # 60 s after the stream read its messages (not after the file's modification time).
+    assert stream.latest_offset(end, None, (T0 + 61) * 10**9) == end
+    late = stream.latest_offset(end, None, (T0 + 91) * 10**9)
     assert late["given_up"] == end["waiting"] and late["waiting"] == [] and late["carried"] == []
     if expected:
         with pytest.raises(expected, match="attachmentTimeout"):

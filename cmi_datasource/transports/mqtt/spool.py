@@ -155,15 +155,33 @@ def publish_packet(message) -> bytes:
                                 qos=message.qos, retain=bool(message.retain))
 
 
+# What a broker changes each time it delivers a message (MQTT 5, 3.3.2.3.3 and 3.3.2.3.4): the
+# expiry it counts down, the alias it may give the topic.
+_PER_DELIVERY = ("MessageExpiryInterval", TOPIC_ALIAS)
+
+
 def publish_identity(packet: bytes) -> bytes:
-    """What one PUBLISH is, whatever delivery brought it: a digest of its packet bytes without the
-    DUP flag and the packet id (both of the delivery, not the message)."""
+    """What one PUBLISH is, whatever delivery brought it: a digest of its MQTT 5 packet without
+    what belongs to the delivery: the DUP flag, the packet id and ``_PER_DELIVERY``'s properties."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
     framed = packets.frame_packet(packet, 0)
     topic_end = framed.body_start + 2 + struct.unpack_from(">H", packet, framed.body_start)[0]
     body_from = topic_end + (2 if framed.qos else 0)
     digest = hashlib.blake2b(bytes([packet[0] & ~0x08 & 0xFF]), digest_size=16)
     digest.update(memoryview(packet)[framed.body_start:topic_end])
-    digest.update(memoryview(packet)[body_from:framed.end])
+    properties = Properties(PacketTypes.PUBLISH)
+    try:
+        _, length = properties.unpack(packet[body_from:framed.end])
+    except Exception:  # noqa: BLE001 - not our spooler's (paho's parser raises several kinds): taken as it is
+        digest.update(memoryview(packet)[body_from:framed.end])
+        return digest.digest()
+    for name in _PER_DELIVERY:
+        if hasattr(properties, name):
+            delattr(properties, name)
+    digest.update(properties.pack())
+    digest.update(memoryview(packet)[body_from + length:framed.end])
     return digest.digest()
 
 
