@@ -139,10 +139,11 @@ class Capture:
     def of_files(cls, files: Sequence[str], charsets: CharsetPolicy = CharsetPolicy(),
                  use_index_cache: bool = True, format: Optional[str] = None,
                  options: Iterable[Tuple[str, str]] = (), ignore_corrupt: bool = False,
-                 ignore_missing: bool = False) -> "Capture":
+                 ignore_missing: bool = False, may_be_empty: bool = False) -> "Capture":
         """``open`` of files already resolved. A file that is no capture (``CORRUPT_FILE_ERRORS``)
         is left out with ``ignore_corrupt``, one gone with ``ignore_missing``; when that leaves
-        nothing, the first file's error is raised (there is nothing to read)."""
+        nothing, the first file's error is raised (there is nothing to read), unless
+        ``may_be_empty`` (a stream's micro-batch: its new files may all be left out)."""
         given = dict(options)
         chosen: Dict[str, CaptureFormat] = {}
         messages: List[PhysicalMessage] = []
@@ -167,7 +168,7 @@ class Capture:
                 continue
             chosen[f] = fmt
             messages.extend(found)
-        if skipped and not chosen:
+        if skipped and not chosen and not may_be_empty:
             raise skipped[0][1]
         formats = {f: fmt.name for f, fmt in chosen.items()}
         logical, unjoined = logical_messages(messages, formats)
@@ -289,19 +290,21 @@ def held_open() -> Iterator[None]:
 
 def open_cached(paths: Sequence[str], charsets: CharsetPolicy, format: Optional[str] = None,
                 options: Tuple[Tuple[str, str], ...] = (), ignore_corrupt: bool = False,
-                **file_filters: Any) -> Capture:
+                listed: bool = False, **file_filters: Any) -> Capture:
     """``Capture.open``, reused within one process (a Spark Python worker plans and reads many
     times). The key holds each file's identity (size, mtime, a CRC of its ends), so a changed
     file is read again. ``file_filters``: which files under ``paths`` are read
-    (``ReadOptions.file_filters``; its ``ignore_missing`` also goes to ``Capture.of_files``)."""
-    files = resolve_paths(paths, **file_filters)
+    (``ReadOptions.file_filters``; its ``ignore_missing`` also goes to ``Capture.of_files``).
+    ``listed``: ``paths`` are files a stream listed before, read as they are (one removed since
+    is left out with ``ignore_missing``), and the read may leave every one out."""
+    files = list(paths) if listed else resolve_paths(paths, **file_filters)
     ignore_missing = bool(file_filters.get("ignore_missing"))
     key = (tuple(_identity_or_gone(f, ignore_missing) for f in files), charsets, format, tuple(options),
-           ignore_corrupt, ignore_missing)
+           ignore_corrupt, ignore_missing, listed)
     capture = _OPEN.get(key) or (_HELD or {}).get(key)
     if capture is None:
         capture = _OPEN.put(key, Capture.of_files(files, charsets, True, format, options, ignore_corrupt,
-                                                  ignore_missing))
+                                                  ignore_missing, may_be_empty=listed))
     if _HELD is not None:
         _HELD[key] = capture
     return capture

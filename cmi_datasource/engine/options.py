@@ -28,7 +28,7 @@ from ..option_table import READ, WRITE, Option, boolean, named, nonblank, one_of
 from ..payload.sas_dataset import DEFAULT_BATCH_ROWS, TIME_AS_INTERVAL, TIME_MAPPINGS, TemporalTypes
 from ..payload.sas_dataset_writer import MAX_MESSAGE_BYTES, NAME_RULES
 from .. import storage
-from ..storage import local_path
+from ..storage import exists, local_path
 from .paths import instant, instant_text, name_matcher, resolve_paths
 from .write import WriteOptions
 
@@ -404,7 +404,11 @@ class ReadOptions:
                 "ignore_missing": self.ignore_missing_files}
 
     def files(self) -> List[str]:
-        """The capture files of the read: its paths, resolved with its file filters."""
+        """The capture files of the read: its paths, resolved with its file filters; of a
+        stream's micro-batch, the files its stream listed (those removed since left out with
+        ignoreMissingFiles)."""
+        if self.new_files is not None:
+            return [p for p in self.paths if not self.ignore_missing_files or exists(p)]
         return resolve_paths(self.paths, **self.file_filters())
 
     @classmethod

@@ -99,6 +99,10 @@ class Streamed:
     # Whether the view has rows of files beside those of attachments (a message, a broken
     # header, a file left out): each micro-batch emits those of its new files.
     rows_of_files: bool = False
+    # Whether PERMISSIVE's report rows name the files a read left out (ignoreCorruptFiles,
+    # ignoreMissingFiles): the batch read's planning does when it reads an attachment; a
+    # micro-batch that reads none reports its own left out.
+    reports_left_out: bool = False
 
 
 def _is_dataset(options: ReadOptions, att: Attachment) -> bool:
@@ -106,7 +110,8 @@ def _is_dataset(options: ReadOptions, att: Attachment) -> bool:
 
 
 STREAMED: Dict[str, Streamed] = {
-    "dataset": Streamed(lambda o, a: names_dataset(o.dataset or "", a), given_up_is_damage=True, one_layout=True),
+    "dataset": Streamed(lambda o, a: names_dataset(o.dataset or "", a), given_up_is_damage=True, one_layout=True,
+                        reports_left_out=True),
     "attachments": Streamed(lambda o, a: True, rows_of_files=True),
     "variables": Streamed(_is_dataset),
     "files": Streamed(lambda o, a: not _is_dataset(o, a), given_up_is_damage=True),
@@ -303,7 +308,7 @@ class FolderStream:
 
     def _capture(self, paths: Sequence[str]) -> Capture:
         o = self.options
-        return open_cached(paths, o.charsets, o.format, o.transport_options, o.ignore_corrupt_files,
+        return open_cached(paths, o.charsets, o.format, o.transport_options, o.ignore_corrupt_files, listed=True,
                            ignore_missing=o.ignore_missing_files)
 
     # -- a micro-batch --------------------------------------------------------------------------
@@ -346,6 +351,8 @@ class FolderStream:
             self._fail_on_given_up(capture, end["given_up"])
         if capture is not None and self.streamed.one_layout:
             emitted, texts = self._same_variables(capture, emitted)
+        if capture is not None and self.streamed.reports_left_out and not emitted:
+            texts += [f.text() for f in capture.left_out]
         parts: List[BatchPart] = []
         if emitted or (new and self.streamed.rows_of_files):
             options = replace(self.options, paths=tuple(files), attachments=tuple(emitted), new_files=new)

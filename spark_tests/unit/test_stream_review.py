@@ -89,9 +89,6 @@ def test_an_archived_capture_moved_in_a_part_at_a_time_is_emitted_whole(tmp_path
 # -- 2. ignoreCorruptFiles in a stream
 
 
-@pytest.mark.xfail(strict=True, reason="Capture.of_files raises the first left-out file's error when every file of "
-                   "a read is left out: a micro-batch whose only new file is corrupt fails, and its replay fails "
-                   "again, for ever, where the batch read leaves the file out")
 def test_ignore_corrupt_files_a_micro_batch_of_only_a_corrupt_file_is_left_out_as_in_batch(tmp_path):
     land(tmp_path, "a.dmp", transfer(2, 10), T0)
     options = {"mode": "PERMISSIVE", "ignoreCorruptFiles": "true"}
@@ -105,8 +102,6 @@ def test_ignore_corrupt_files_a_micro_batch_of_only_a_corrupt_file_is_left_out_a
     assert ids(rows + more) == ids(batch) and len(corrupt_records(rows + more)) == len(corrupt_records(batch)) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="the dataset view's PERMISSIVE report of a file left out is planned only when "
-                   "its micro-batch emits an attachment: beside a waiting attachment the report is lost")
 def test_a_corrupt_file_beside_a_waiting_attachment_is_reported_as_in_batch(tmp_path):
     messages = transfer(200, 100)
     land(tmp_path, "cap-1.dmp", messages[:-3], T0)
@@ -173,9 +168,6 @@ def test_a_capture_rotated_in_the_middle_of_a_segmented_mq_message_is_emitted_wh
 # -- 5. ignoreMissingFiles and a carried file removed
 
 
-@pytest.mark.xfail(strict=True, reason="latest_offset opens the carried files with open_cached, whose resolve_paths "
-                   "raises PathNotFoundError before ignoreMissingFiles applies: the stream fails for ever instead "
-                   "of losing what the file held and saying so (docs/streaming.md, Limits)")
 def test_a_carried_file_removed_with_ignore_missing_files_is_reported_and_the_stream_goes_on(tmp_path):
     messages = transfer(200, 100)
     land(tmp_path, "cap-1.dmp", messages[:-3], T0)
