@@ -48,7 +48,7 @@ from ..base import Keep, parse_in_chunks
 from ...errors import CmiFormatError, KeptError, Location, TruncatedError
 from ...messages import PhysicalMessage
 from .errors import DumpSyntaxError
-from .hex_lines import PAIR_VALUES, all_head, decode_hex, head_apart, line_end, text_line
+from .hex_lines import NOT_HEX, all_head, decode_hex, digit_value, head_apart, line_end, text_line
 from .message import mq_message
 from .mqmd import FIELDS_BY_BROWSE_NAME, MQLONG_MAX, MQLONG_MIN, MQMD, MQMD_FIELDS
 
@@ -93,24 +93,24 @@ def _is_row(text, p, e):
 
 
 @kernel
-def _full_row(text, q, e, out, w, pairs):
+def _full_row(text, q, e, out, w):
     """The common row, decoded without looking for its groups: 16 bytes as eight groups of four
     digits from text[q], each followed by a space, then (after padding) a quoted column of 16
     characters and the line end. Returns the index past the line end, or -1 for any other row
     (the caller then reads it group by group; what it wrote is overwritten)."""
     if q + 40 > e or w + 16 > out.shape[0]:
         return -1
-    bad = np.uint16(0)
+    flags = np.uint8(0)
     for g in range(8):
         t = np.uint64(q + 5 * g)
-        high = pairs[np.uint64(text[t]) | (np.uint64(text[t + np.uint64(1)]) << np.uint64(8))]
-        low = pairs[np.uint64(text[t + np.uint64(2)]) | (np.uint64(text[t + np.uint64(3)]) << np.uint64(8))]
-        bad |= high | low
-        out[w + 2 * g] = np.uint8(high & 0xFF)
-        out[w + 2 * g + 1] = np.uint8(low & 0xFF)
+        d0, d1 = digit_value(text[t]), digit_value(text[t + np.uint64(1)])
+        d2, d3 = digit_value(text[t + np.uint64(2)]), digit_value(text[t + np.uint64(3)])
+        flags |= d0 | d1 | d2 | d3
+        out[w + 2 * g] = np.uint8((d0 << np.uint8(4)) | d1)
+        out[w + 2 * g + 1] = np.uint8((d2 << np.uint8(4)) | d3)
         if text[t + np.uint64(4)] != _SPACE:
             return -1
-    if bad & 0x100:
+    if flags & NOT_HEX:
         return -1
     c = q + 40
     while c < e and text[c] == _SPACE:
@@ -125,7 +125,7 @@ def _full_row(text, q, e, out, w, pairs):
 
 
 @kernel
-def _decode_row(text, p, e, out, w, offset, pairs):
+def _decode_row(text, p, e, out, w, offset):
     """Decode the data row at text[p] (``_is_row``) into out[w:]; returns (index past the row's
     line end, bytes written), or (-1, 0) when its offset is not ``offset`` or its hex groups are
     not of two or four digits. Bounds: the row's bytes lie in text[p:e] and take at most half
@@ -138,7 +138,7 @@ def _decode_row(text, p, e, out, w, offset, pairs):
     q = p + 9
     while q < e and text[q] == _SPACE:
         q += 1
-    after = _full_row(text, q, e, out, w, pairs)
+    after = _full_row(text, q, e, out, w)
     if after >= 0:
         return after, 16
     written = 0
@@ -153,20 +153,20 @@ def _decode_row(text, p, e, out, w, offset, pairs):
         n = q - t
         if (n != 2 and n != 4) or (q < e and text[q] != _SPACE and text[q] != _NL and text[q] != _CR):
             return -1, 0
-        if decode_hex(text, t, q, out, w + written, pairs) != 0:
+        if decode_hex(text, t, q, out, w + written) != 0:
             return -1, 0
         written += n >> 1
     return line_end(text, q, e) + 1, written
 
 
 @kernel
-def _rows(text, pos, size, out, offset, pairs):
+def _rows(text, pos, size, out, offset):
     """Decode the run of data rows starting at text[pos] into out[0:]; returns (index of the
     first line after the run, bytes written), or (-1, index of the row that is not well formed)."""
     p = pos
     written = 0
     while p < size and _is_row(text, p, size):
-        after, n = _decode_row(text, p, size, out, written, offset + written, pairs)
+        after, n = _decode_row(text, p, size, out, written, offset + written)
         if after < 0:
             return -1, p
         p = after
@@ -175,7 +175,7 @@ def _rows(text, pos, size, out, offset, pairs):
 
 
 @kernel
-def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, lengths, pairs):
+def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, lengths):
     """``dump_spans._decode_spans`` for amqsbcg text: the data rows of spans ``first``.. ; lines
     that are no data row (descriptor, length) are skipped. Returns (failed span or len(starts),
     w, hw); on failure, w and hw are where the failed span began."""
@@ -185,7 +185,7 @@ def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, length
         moved = h == 0
         while p < e:
             if _is_row(text, p, e):
-                p, n = _decode_row(text, p, e, out, w, w - span_w + (h if moved else 0), pairs)
+                p, n = _decode_row(text, p, e, out, w, w - span_w + (h if moved else 0))
                 if p < 0:
                     return s, span_w, span_hw
                 w += n
@@ -321,10 +321,10 @@ def parse_browse(data: bytes, source: str, base_offset: int = 0, first_index: in
             pass  # rows after one that does not continue the message cannot be placed in it
         elif _ROW.match(line):  # data rows, wherever they are (partitions decode any row of the message)
             record.state = "data"
-            at, written = _rows(view, line_pos, size, rows_out, record.held, PAIR_VALUES)
+            at, written = _rows(view, line_pos, size, rows_out, record.held)
             if at < 0:  # the rows before the one not well formed are kept; those after it cannot be placed
                 bad_row = written
-                at, written = _rows(view, line_pos, bad_row, rows_out, record.held, PAIR_VALUES)
+                at, written = _rows(view, line_pos, bad_row, rows_out, record.held)
                 record.refuse(DumpSyntaxError(f"data row {data[bad_row:bad_row + 60]!r} does not continue the "
                                               f"message with its next offset in groups of two or four hex digits",
                                               Location(source, index, base_offset + bad_row)))
