@@ -1,48 +1,17 @@
 """The hex kernels of dumps as they were before issue 30, kept as the reference the faster ones
 are compared against (spark_tests/unit/test_hex_kernels_reference.py): a 128 KiB table of every
 two-character pair, one lookup per byte, one loop per line. Copied unchanged from
-cmi_datasource/transports/mq/hex_lines.py, dump_spans.py and amqsbcg.py (commit 9c8dcec), so
-they repeat the package's line handling on purpose; the helpers issue 30 left unchanged
-(``line_end``, ``head_apart``, ``all_head``) are imported from it."""
+cmi_datasource/transports/mq/hex_lines.py and dump_spans.py (commit 9c8dcec), so they repeat
+the package's line handling on purpose; what issue 30 left unchanged is imported from the package
+(``line_end``, ``head_apart``, ``all_head``, and the pair table with its ``decode_hex``, which
+amqsbcg's rows still use)."""
 from __future__ import annotations
 
-import numpy as np
-
 from cmi_datasource.compiled import kernel
+from cmi_datasource.transports.mq.amqsbcg import PAIR_VALUES, decode_hex  # noqa: F401 (PAIR_VALUES: the tests')
 from cmi_datasource.transports.mq.hex_lines import all_head, head_apart, line_end
 
-_NL, _CR, _SPACE, _QUOTE, _X, _A, _N, _STAR = (ord(c) for c in "\n\r 'XAN*")
-_BAD_PAIR = 0x100
-
-
-def _pair_values() -> np.ndarray:
-    """Byte value of each two-character hex pair, indexed by first | second << 8; 0x100 if not hex."""
-    digit = np.full(256, _BAD_PAIR, dtype=np.uint16)
-    for value, char in enumerate(b"0123456789ABCDEF"):
-        digit[char] = value
-    for value, char in enumerate(b"abcdef", start=10):
-        digit[char] = value
-    first, second = digit[np.arange(65536) & 0xFF], digit[np.arange(65536) >> 8]
-    return np.where((first | second) & _BAD_PAIR, _BAD_PAIR, (first << 4) | second).astype(np.uint16)
-
-
-PAIR_VALUES = _pair_values()
-
-
-@kernel
-def decode_hex(text, start, stop, out, at, pairs):
-    """Decode text[start:stop) (an even count of characters) to out[at:]; returns 0x100 when a
-    character is not hex. Unsigned indexes: numba then skips its negative-index handling,
-    which otherwise costs more than the decoding."""
-    bad = np.uint16(0)
-    first = np.uint64(start)
-    to = np.uint64(at)
-    for i in range(np.uint64((stop - start) >> 1)):
-        j = first + np.uint64(2) * i
-        v = pairs[np.uint64(text[j]) | (np.uint64(text[j + np.uint64(1)]) << np.uint64(8))]
-        bad |= v
-        out[to + i] = np.uint8(v & 0xFF)
-    return bad & _BAD_PAIR
+_NL, _CR, _SPACE, _X, _A, _N, _STAR = (ord(c) for c in "\n\r XAN*")
 
 
 @kernel
@@ -136,36 +105,3 @@ def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, length
 
 
 PIECE_BYTES = 8 << 20  # file text read and decoded per kernel call
-
-
-@kernel
-def _full_row(text, q, e, out, w, pairs):
-    """The common row, decoded without looking for its groups: 16 bytes as eight groups of four
-    digits from text[q], each followed by a space, then (after padding) a quoted column of 16
-    characters and the line end. Returns the index past the line end, or -1 for any other row
-    (the caller then reads it group by group; what it wrote is overwritten)."""
-    if q + 40 > e or w + 16 > out.shape[0]:
-        return -1
-    bad = np.uint16(0)
-    for g in range(8):
-        t = np.uint64(q + 5 * g)
-        high = pairs[np.uint64(text[t]) | (np.uint64(text[t + np.uint64(1)]) << np.uint64(8))]
-        low = pairs[np.uint64(text[t + np.uint64(2)]) | (np.uint64(text[t + np.uint64(3)]) << np.uint64(8))]
-        bad |= high | low
-        out[w + 2 * g] = np.uint8(high & 0xFF)
-        out[w + 2 * g + 1] = np.uint8(low & 0xFF)
-        if text[t + np.uint64(4)] != _SPACE:
-            return -1
-    if bad & 0x100:
-        return -1
-    c = q + 40
-    while c < e and text[c] == _SPACE:
-        c += 1
-    # The quoted column holds 16 characters with no line end among them (amqsbcg prints a dot).
-    if c + 18 <= e and text[c] == _QUOTE and text[c + 17] == _QUOTE:
-        if c + 18 < e and text[c + 18] == _NL:
-            return c + 19
-        if c + 19 < e and text[c + 18] == _CR and text[c + 19] == _NL:
-            return c + 20
-    return line_end(text, c, e) + 1
-

@@ -1,4 +1,4 @@
-"""The arithmetic, two-pass hex kernels of dumps (issue 30) against the table kernels they replaced,
+"""The arithmetic, two-pass hex kernels of dmpmqmsg dumps (issue 30) against the table kernels they replaced,
 kept in spark_tests/reference_hex_kernels.py: on random and adversarial text they give the same
 bytes and refuse the same runs and spans, so that the line parser behind them raises the same
 typed errors, naming the same file, message and byte offset.
@@ -16,15 +16,14 @@ import re
 from typing import List, Tuple
 
 import numpy as np
-import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import reference_hex_kernels as reference
 from cmi_datasource.errors import CmiError
-from cmi_datasource.transports.mq import amqsbcg, dmpmqmsg
+from cmi_datasource.transports.mq import dmpmqmsg
 from cmi_datasource.transports.mq.dump_spans import _decode_spans, read_spans_in_bulk
-from cmi_datasource.transports.mq.hex_lines import DIGIT_BLOCK, NOT_HEX, decode_gathered, decode_hex, digit_value, x_run
+from cmi_datasource.transports.mq.hex_lines import _NOT_HEX, DIGIT_BLOCK, decode_gathered, digit_value, x_run
 from test_mq_dmpmqmsg import HEADER, _random_dump
 
 HEX = b"0123456789ABCDEFabcdef"
@@ -36,23 +35,19 @@ def test_every_character_has_the_tables_digit_value():
     for c in range(256):
         value = int(digit_value(np.uint8(c)))
         if table_digit[c] == 0x100:
-            assert value & NOT_HEX, c
+            assert value & _NOT_HEX, c
         else:
             assert value == table_digit[c] >> 4, c
 
 
 def test_every_pair_of_characters_decodes_as_the_table_did():
-    text = np.arange(65536, dtype=np.uint16).view(np.uint8).copy()  # pair i is i's two bytes, low first
-    out, old = np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.uint8)
+    pairs = np.arange(65536, dtype=np.uint16).view(np.uint8)  # pair i is i's two bytes, low first
+    digits, out, old = np.zeros(10, np.uint8), np.zeros(1, np.uint8), np.zeros(1, np.uint8)
     for i in range(65536):
-        refused = decode_hex(text, 2 * i, 2 * i + 2, out, 0) != 0
-        assert refused == (reference.decode_hex(text, 2 * i, 2 * i + 2, old, 0, reference.PAIR_VALUES) != 0), i
+        digits[:2] = pairs[2 * i:2 * i + 2]
+        refused = decode_gathered(digits, 2, out, 0, 0, out, 0) != 0
+        assert refused == (reference.decode_hex(pairs, 2 * i, 2 * i + 2, old, 0, reference.PAIR_VALUES) != 0), i
         assert refused or out[0] == old[0], i
-    pairs = [bytes([a, b]) for a in HEX for b in HEX]  # the hex ones at once, through the block decoder
-    digits = np.frombuffer(b"".join(pairs) + bytes(8), dtype=np.uint8).copy()
-    decoded = np.empty(len(pairs), np.uint8)
-    assert decode_gathered(digits, 2 * len(pairs), decoded, 0, 0, decoded, 0) == 0
-    assert decoded.tolist() == [reference.PAIR_VALUES[a | b << 8] for a, b in pairs]
 
 
 @settings(max_examples=300, deadline=None)
@@ -281,32 +276,3 @@ def test_partitions_give_the_same_payloads_and_errors_with_either_kernel(tmp_pat
         piece_bytes = rng.choice([1, 300, None])
         assert _outcome(_payloads, planned, heads, piece_bytes, _decode_spans) == \
             _outcome(_payloads, planned, heads, piece_bytes, _old_decode_spans), case
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_amqsbcg_rows_decode_as_the_table_kernel(seed):
-    # The full row (eight groups of four digits, then the characters) and the groups of a short row.
-    rng = random.Random(seed)
-    for case in range(400):
-        payload = rng.randbytes(16)
-        groups = payload.hex().upper() if rng.random() < 0.8 else payload.hex()
-        row = bytearray(" ".join(groups[i:i + 4] for i in range(0, 32, 4)).encode()
-                        + b"   '" + bytes(rng.choice(b"abc.") for _ in range(16)) + b"'"
-                        + rng.choice([b"\n", b"\r\n", b"", b" \n"]))
-        edits = rng.choice([0, 0, 1, 2])
-        for _ in range(edits):
-            row[rng.randrange(len(row))] = rng.choice(NOT_DIGITS + HEX)
-        text = np.frombuffer(bytes(row) + b"\n00000010:  0102\n", dtype=np.uint8)
-        out, old = np.zeros(20, np.uint8), np.zeros(20, np.uint8)
-        after = amqsbcg._full_row(text, 0, len(text), out, 2)
-        assert after == reference._full_row(text, 0, len(text), old, 2, reference.PAIR_VALUES), (case, bytes(row))
-        assert after >= 0 or edits, "an undamaged row is always taken"
-        if after >= 0:
-            assert out[2:18].tobytes() == old[2:18].tobytes()
-            assert edits or out[2:18].tobytes() == payload
-        group = bytes(row[:rng.choice([2, 4, 8])])
-        view = np.frombuffer(group, dtype=np.uint8)
-        got, want = np.zeros(4, np.uint8), np.zeros(4, np.uint8)
-        refused = decode_hex(view, 0, len(group), got, 0) != 0
-        assert refused == (reference.decode_hex(view, 0, len(group), want, 0, reference.PAIR_VALUES) != 0)
-        assert refused or got.tobytes() == want.tobytes()

@@ -1,4 +1,4 @@
-"""Hex data lines of dumps (dmpmqmsg's ``X 0A1B...``, amqsbcg's rows) decoded by compiled kernels.
+"""Hex data lines of dmpmqmsg dumps (``X 0A1B...``) decoded by compiled kernels.
 
 Decoding is arithmetic, not a table: a digit ``c`` is worth ``(c & 0xF) + 9 * (c >> 6)``
 (``'7'`` 7, ``'B'`` and ``'b'`` 11), and two unsigned comparisons tell whether it is a hex digit at
@@ -21,35 +21,17 @@ from ...compiled import kernel
 
 _NL, _SPACE, _X = (ord(c) for c in "\n X")
 _U8, _U64 = np.uint8, np.uint64
-NOT_HEX = 0x80  # set in a digit's value by ``digit_value`` when the character is no hex digit
+_NOT_HEX = 0x80  # set in a digit's value by ``digit_value`` when the character is no hex digit
 _NOT_HEX_IN_WORD = 0x8080808080808080
 DIGIT_BLOCK = 1 << 15  # digits gathered before they are decoded: 32 KiB stay in the L1/L2 cache
 
 
 @kernel
 def digit_value(c):
-    """The value of the hex digit ``c`` (upper or lower case), or'ed with NOT_HEX when ``c`` is no
+    """The value of the hex digit ``c`` (upper or lower case), or'ed with _NOT_HEX when ``c`` is no
     hex digit. Branch-free, so that a loop of it vectorises."""
     not_hex = (_U8(c - _U8(48)) > _U8(9)) & (_U8((c | _U8(0x20)) - _U8(97)) > _U8(5))
     return _U8(((c & _U8(0xF)) + _U8(9) * (c >> _U8(6))) | (_U8(not_hex) << _U8(7)))
-
-
-@kernel
-def decode_hex(text, start, stop, out, at):
-    """Decode text[start:stop) (an even count of characters) to out[at:]; returns nonzero when a
-    character is not hex. For the short groups of amqsbcg's rows: runs of lines go through
-    ``gather`` and ``decode_gathered``. Unsigned indexes: numba then skips its negative-index
-    handling, which otherwise costs more than the decoding."""
-    flags = _U8(0)
-    first = _U64(start)
-    to = _U64(at)
-    for i in range(_U64((stop - start) >> 1)):
-        j = first + _U64(2) * i
-        high = digit_value(text[j])
-        low = digit_value(text[j + _U64(1)])
-        flags |= high | low
-        out[to + i] = _U8((high << _U8(4)) | low)
-    return flags & NOT_HEX
 
 
 @kernel
@@ -68,7 +50,7 @@ def decode_gathered(digits, count, head_out, head_at, head_bytes, out, at):
     character is not a hex digit (what was written is then meaningless).
 
     Three loops over contiguous memory, each of which vectorises: the digits are replaced by
-    their values (``digit_value``), the NOT_HEX bits are or'ed eight bytes at a time, and each
+    their values (``digit_value``), the _NOT_HEX bits are or'ed eight bytes at a time, and each
     pair of values makes a byte. ``digits`` is overwritten. Bounds: ``count`` is even, ``digits``
     has room for it rounded up to a multiple of 8, and the outputs have room for the bytes."""
     padded = (count + 7) & ~7
