@@ -1,13 +1,28 @@
-"""Decode-core benchmark (no Spark): dump file -> Arrow table, against the bytes.fromhex floor.
+"""Decode-core benchmark (no Spark): dump text -> payload bytes, and dump file -> Arrow table,
+against the bytes.fromhex floor.
 
-    .venv/bin/python bench/bench_decode.py [rows]
+    .venv/bin/python bench/bench_decode.py [rows] [--checkout DIR]
 
-Writes a dump of a mixed layout with the project's writer, then times, best of 3,
-(1) bytes.fromhex over the same hex text (the physical floor of the format) and
-(2) cmi_datasource.read of a Capture.open. Prints MB/s of observation bytes and the ratio.
+Writes a dump of a mixed layout with the project's writer, then times, best of 5 (the whole read
+best of 3), on one core:
+
+  fromhex   bytes.fromhex over the dump's X-line digits, joined beforehand (the format's floor);
+  hex core  the partition kernel decoding the X lines of every message of the dump text in memory
+            (``dump_spans._decode_spans`` over all the messages at once);
+  spans     ``read_dump_spans`` of every message: the same, from the file, a piece at a time;
+  scan      ``parse_dump`` of the text: the line parser that builds the message index;
+  read      ``cmi_datasource.read`` of a ``Capture.open``: index (cached after the first), payloads,
+            the SAS columns to Arrow.
+
+and prints each time and its throughput as a multiple of fromhex's (fromhex seconds / its
+seconds: above 1 is faster than fromhex; issue 30's target for the hex core is 2.0). The machine's
+speed drifts: only figures of one run compare. ``--checkout DIR`` imports the package from another
+checkout (``git worktree add /tmp/old <commit>``), so that two versions run alternately under
+the same script.
 """
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import os
 import re
@@ -17,11 +32,20 @@ import tempfile
 import numpy as np
 import pyarrow as pa
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
 from bench.common import best_of  # noqa: E402
+
+if __name__ == "__main__":  # the package of --checkout DIR, when given, instead of this checkout's
+    _checkout = argparse.ArgumentParser(add_help=False)
+    _checkout.add_argument("--checkout", default=ROOT)
+    sys.path.insert(0, os.path.abspath(_checkout.parse_known_args()[0].checkout))
+
+import cmi_datasource  # noqa: E402
 from cmi_datasource import Capture, read  # noqa: E402
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump  # noqa: E402
+from cmi_datasource.transports.mq import dump_spans, hex_lines  # noqa: E402
+from cmi_datasource.transports.mq.dmpmqmsg import parse_dump  # noqa: E402
 
 
 def make_table(n: int) -> pa.Table:
@@ -47,6 +71,22 @@ def make_table(n: int) -> pa.Table:
     })
 
 
+def hex_core(text: bytes, spans) -> float:
+    """Seconds of the partition kernel decoding the X lines of every message of ``text`` at once."""
+    view = np.frombuffer(text, dtype=np.uint8)
+    starts = np.array([span[2] for span in spans], dtype=np.int64)
+    ends = np.array([span[3] for span in spans], dtype=np.int64)
+    heads = np.zeros(len(spans), dtype=np.int64)
+    out, head = np.empty(len(text) // 2, dtype=np.uint8), np.empty(1, dtype=np.uint8)
+    lengths = np.zeros(len(spans), dtype=np.int64)
+    table = (hex_lines.PAIR_VALUES,) if hasattr(hex_lines, "PAIR_VALUES") else ()  # checkouts before issue 30
+
+    def decode():
+        done, _, _ = dump_spans._decode_spans(view, starts, ends, heads, 0, out, 0, head, 0, lengths, *table)
+        assert done == len(spans)
+    return best_of(decode, 5)
+
+
 def main(rows: int) -> None:
     table = make_table(rows)
     with tempfile.TemporaryDirectory() as tmp:
@@ -55,19 +95,35 @@ def main(rows: int) -> None:
             write_attachments_dump(out, [DatasetToWrite(table, "BENCH", "DATA")],
                                    options=WriteOptions(deterministic_seed="bench"))
         text = open(path, "rb").read()
-        hex_lines = re.findall(rb"^X ([0-9A-F]+)$", text, flags=re.M)
-        joined = b"".join(hex_lines).decode()
+        hex_lines_of_text = re.findall(rb"^X ([0-9A-F]+)$", text, flags=re.M)
+        joined = b"".join(hex_lines_of_text).decode()
+        spans = [(path, m.index, m.file_offset, m.file_end) for m in parse_dump(text, path)]
         capture = Capture.open(path)
         obs_bytes = capture.layout(capture.attachments[0]).observation_bytes
 
-        floor = best_of(lambda: bytes.fromhex(joined), 3)
-        core = best_of(lambda: read(Capture.open(path)), 3)  # opened each time: no capture kept
-        mb = obs_bytes / 1e6
-        print(f"rows={rows} dump={len(text) / 1e6:.1f} MB observation bytes={mb:.1f} MB")
-        print(f"bytes.fromhex floor: {floor:.3f} s ({mb / floor:.0f} MB/s)")
-        print(f"decode core:         {core:.3f} s ({mb / core:.0f} MB/s)  "
-              f"ratio core/floor throughput = {floor / core:.2f}")
+        def read_spans():
+            for _ in dump_spans.read_dump_spans(spans, [0] * len(spans)):
+                pass
+
+        def scan():
+            for _ in parse_dump(text, path):
+                pass
+
+        floor = best_of(lambda: bytes.fromhex(joined), 5)
+        times = {"hex core": hex_core(text, spans), "spans": best_of(read_spans, 5), "scan": best_of(scan, 5),
+                 "read": best_of(lambda: read(Capture.open(path)), 3)}  # opened each time: no capture kept
+        mb, hex_mb = obs_bytes / 1e6, len(joined) / 1e6
+        print(f"package of {os.path.dirname(os.path.dirname(os.path.abspath(cmi_datasource.__file__)))}")
+        print(f"rows={rows} dump={len(text) / 1e6:.1f} MB hex digits={hex_mb:.1f} MB "
+              f"observation bytes={mb:.1f} MB, payload bytes={hex_mb / 2:.1f} MB")
+        print(f"fromhex   {floor:.3f} s ({hex_mb / 2 / floor:.0f} MB/s of payload)")
+        for name, seconds in times.items():
+            print(f"{name:<9} {seconds:.3f} s ({hex_mb / 2 / seconds:.0f} MB/s of payload)  "
+                  f"fromhex / {name} = {floor / seconds:.2f}")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200_000)
+    arguments = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    arguments.add_argument("rows", nargs="?", type=int, default=200_000)
+    arguments.add_argument("--checkout", default=ROOT, help="the checkout whose package is measured")
+    main(arguments.parse_args().rows)

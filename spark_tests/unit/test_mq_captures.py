@@ -412,7 +412,7 @@ def test_damaged_amqsbcg_decodes_like_the_line_parser_or_raises_typed_errors(tmp
     path.write_bytes(bad)
     spans = [(str(path), i, start, end) for _, i, start, end in spans]
     try:
-        pieces = list(read_spans_in_bulk(spans, [4] * len(spans), 8, None, amqsbcg._decode_spans, parse_browse))
+        pieces = list(read_spans_in_bulk(spans, [4] * len(spans), 8, None, amqsbcg.decode_spans, parse_browse))
     except CmiFormatError:
         return
     got = [bytes(piece.head_of(i)) + bytes(piece.data_of(i)) for piece in pieces for i in range(len(piece.spans))]

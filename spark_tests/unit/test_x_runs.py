@@ -8,13 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cmi_datasource.transports.mq.dmpmqmsg import _plain_x_run, _plain_x_run_small
-from cmi_datasource.transports.mq.hex_lines import PAIR_VALUES, x_run
+from cmi_datasource.transports.mq.hex_lines import x_run
 
 
 def kernel_answer(data: bytes):
     view = np.frombuffer(data, dtype=np.uint8)
     out = np.empty(len(data) // 2 + 1, dtype=np.uint8)
-    end, written = x_run(view, 0, len(data), out, PAIR_VALUES)
+    end, written = x_run(view, 0, len(data), out)
     return None if end < 0 else (end, out[:written].tobytes())
 
 

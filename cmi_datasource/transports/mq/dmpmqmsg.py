@@ -25,7 +25,7 @@ from ..base import Keep, parse_in_chunks
 from ...errors import Location, TruncatedError
 from ...messages import PhysicalMessage
 from .errors import DumpSyntaxError
-from .hex_lines import PAIR_VALUES, text_line, x_lines, x_run
+from .hex_lines import text_line, x_lines, x_run
 from .message import mq_message
 from .mqmd import FIELDS_BY_DUMP_CODE, MQLONG_MAX, MQLONG_MIN, MQMD, MQMD_FIELDS
 
@@ -74,7 +74,7 @@ def _plain_x_run(data: bytes, view: np.ndarray, pos: int, size: int, out: np.nda
     then parses and reports. Nearly all of a dump's bytes go through here."""
     if size - pos <= SMALL_TEXT_BYTES:
         return _plain_x_run_small(data, pos, size)
-    end, written = x_run(view, pos, size, out, PAIR_VALUES)
+    end, written = x_run(view, pos, size, out)
     return None if end < 0 else (end, out[:written].tobytes())
 
 

@@ -30,64 +30,81 @@ from ...errors import CmiFormatError, Location
 from ...messages import MessageSpan
 from ..base import Parse, SpanPayloads, parse_span
 from .dmpmqmsg import parse_dump
-from .hex_lines import PAIR_VALUES, all_head, decode_hex, head_apart, line_end
+from .hex_lines import DIGIT_BLOCK, decode_payload_bytes, gather, gather_past_block, line_end
 
 _NL, _CR, _SPACE, _X, _A, _N, _STAR = (ord(c) for c in "\n\r XAN*")
 
 
 @kernel
-def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, lengths, pairs):
+def _decode_span(text, p, e, h, out, span_w, head_out, hw, digits, width, trust_width):
+    """Decode the span text[p:e) (``_decode_spans``); returns (its payload's length, or -1 when
+    the kernel does not take it; the width of its last line). The X lines' digits are gathered
+    into ``digits`` and decoded a block at a time (``hex_lines``). With ``trust_width``, a line
+    as wide as the one before is taken to end where that width ends when a line end and another
+    X line are there (the last line, often shorter, is looked at): a line end among its digits
+    then shows as a digit that is not hex, and the caller asks again without trusting widths,
+    which finds each line's end."""
+    k = 0  # payload bytes decoded
+    n = 0  # digits gathered and not yet decoded
+    flags = np.uint64(0)
+    data_seen = False
+    while p < e:
+        c = text[p]
+        if c == _X:
+            if p + 1 >= e or text[p + 1] != _SPACE:
+                return -1, width
+            q = p + 2
+            stop = q + width
+            if trust_width and stop + 1 < e and text[stop] == _NL and text[stop + 1] == _X:
+                p = stop + 1
+            else:
+                stop = line_end(text, q, e)
+                p = stop + 1
+                if stop > q and text[stop - 1] == _CR:
+                    stop -= 1
+                if (stop - q) & 1:
+                    return -1, width
+                width = stop - q
+            if n + stop - q <= DIGIT_BLOCK:  # the line fits the block: nearly always
+                n = gather(digits, n, text, q, stop)
+            else:
+                n, k, line_flags = gather_past_block(digits, n, text, q, stop, k, h, out, span_w, head_out, hw)
+                flags |= line_flags
+            data_seen = True
+        elif c == _NL:
+            p += 1
+        elif c == _CR and p + 1 < e and text[p + 1] == _NL:
+            p += 2
+        elif c == _STAR or ((c == _A or c == _N) and not data_seen):
+            p = line_end(text, p, e) + 1
+        else:
+            return -1, width
+    flags |= decode_payload_bytes(digits, n, k, h, out, span_w, head_out, hw)
+    k += n >> 1
+    if flags or not data_seen:
+        return -1, width
+    return k, width
+
+
+@kernel
+def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, lengths):
     """Decode spans ``first``.. of ``text``; returns (failed span or len(starts), w, hw).
 
     Bounds: every text index is checked against the span end, which the caller checked
     against len(text). A span writes at most (end - start) // 2 bytes, which the caller
-    reserved in ``out`` past ``w``, and exactly heads[s] slots of ``head_out``.
+    reserved in ``out`` past ``w``, and at most heads[s] slots of ``head_out``.
     On failure, w and hw are where the failed span began."""
+    digits = np.empty(DIGIT_BLOCK + 8, dtype=np.uint8)
     width = 0  # digits of the previous full line: most lines are as wide, so guess first
     for s in range(first, starts.shape[0]):
         p, e, h = starts[s], ends[s], heads[s]
-        span_w, span_hw = w, hw
-        moved = h == 0
-        data_seen = False
-        failed = False
-        while p < e:
-            c = text[p]
-            if c == _X:
-                if p + 1 >= e or text[p + 1] != _SPACE:
-                    failed = True
-                    break
-                q = p + 2
-                stop = q + width
-                if stop < e and text[stop] == _NL and decode_hex(text, q, stop, out, w, pairs) == 0:
-                    p = stop + 1
-                else:
-                    stop = line_end(text, q, e)
-                    digits_end = stop - 1 if stop > q and text[stop - 1] == _CR else stop
-                    if (digits_end - q) & 1 or decode_hex(text, q, digits_end, out, w, pairs) != 0:
-                        failed = True
-                        break
-                    stop = digits_end
-                    width = stop - q
-                    p = line_end(text, stop, e) + 1
-                w += (stop - q) >> 1
-                data_seen = True
-                if not moved and w - span_w >= h:
-                    w = head_apart(out, span_w, w, h, head_out, hw)
-                    moved = True
-            elif c == _NL:
-                p += 1
-            elif c == _CR and p + 1 < e and text[p + 1] == _NL:
-                p += 2
-            elif c == _STAR or ((c == _A or c == _N) and not data_seen):
-                p = line_end(text, p, e) + 1
-            else:
-                failed = True
-                break
-        if failed or not data_seen:
-            return s, span_w, span_hw
-        lengths[s] = w - span_w + (h if moved else 0)
-        if not moved:
-            w = all_head(out, span_w, w, head_out, hw)
+        length, width = _decode_span(text, p, e, h, out, w, head_out, hw, digits, width, True)
+        if length < 0:
+            length, width = _decode_span(text, p, e, h, out, w, head_out, hw, digits, width, False)
+            if length < 0:
+                return s, w, hw
+        lengths[s] = length
+        w += max(length - h, 0)
         hw += h
     return starts.shape[0], w, hw
 
@@ -175,7 +192,7 @@ def _decode_piece(text: memoryview, spans: List[MessageSpan], heads: np.ndarray,
     data_ends = np.zeros(len(spans), dtype=np.int64)
     s, w, hw = 0, room, 0
     while s < len(spans):
-        done, w, hw = decode(view, starts, ends, heads, s, buffer, w, head, hw, lengths, PAIR_VALUES)
+        done, w, hw = decode(view, starts, ends, heads, s, buffer, w, head, hw, lengths)
         if done > s:
             data_ends[s:done] = _running_data_ends(lengths[s:done], heads[s:done], w)
         if done == len(spans):

@@ -1,11 +1,17 @@
 """Hex data lines of dmpmqmsg dumps (``X 0A1B...``) decoded by compiled kernels.
 
-``decode_hex`` turns an even run of hex digits into bytes through a table of all 65536
-two-character pairs (one lookup per byte, which also flags non-hex characters), and
-``x_run`` decodes a whole run of plain ``X`` lines for the line parser. Anything a kernel
-does not take (ASCII columns, CR line ends, odd or bad digits) is left to the line-by-line
-path, which gives the same bytes or a precise error. ``x_lines`` writes a payload as the
-``X`` lines dmpmqmsg writes.
+Decoding is arithmetic, not a table: a digit ``c`` is worth ``(c & 0xF) + 9 * (c >> 6)``
+(``'7'`` 7, ``'B'`` and ``'b'`` 11), and two unsigned comparisons tell whether it is a hex digit at
+all. A loop of that over contiguous digits is what LLVM turns into SIMD (a table lookup per byte
+cannot be), but a dmpmqmsg line holds only 50 digits: a loop per line is too short to vectorise
+and pays its set-up every 53 bytes. So runs of X lines are decoded in two passes: ``gather``
+copies the digits of each line into one block (``DIGIT_BLOCK``, which stays in the cache), then
+``decode_gathered`` decodes the whole block in loops that each vectorise.
+
+``x_run`` decodes a whole run of plain ``X`` lines for the line parser. Anything a kernel does
+not take (ASCII columns, CR line ends, odd or bad digits) is left to the line-by-line path,
+which gives the same bytes or a precise error. ``x_lines`` writes a payload as the ``X`` lines
+dmpmqmsg writes.
 """
 from __future__ import annotations
 
@@ -14,37 +20,87 @@ import numpy as np
 from ...compiled import kernel
 
 _NL, _SPACE, _X = (ord(c) for c in "\n X")
-_BAD_PAIR = 0x100
-
-
-def _pair_values() -> np.ndarray:
-    """Byte value of each two-character hex pair, indexed by first | second << 8; 0x100 if not hex."""
-    digit = np.full(256, _BAD_PAIR, dtype=np.uint16)
-    for value, char in enumerate(b"0123456789ABCDEF"):
-        digit[char] = value
-    for value, char in enumerate(b"abcdef", start=10):
-        digit[char] = value
-    first, second = digit[np.arange(65536) & 0xFF], digit[np.arange(65536) >> 8]
-    return np.where((first | second) & _BAD_PAIR, _BAD_PAIR, (first << 4) | second).astype(np.uint16)
-
-
-PAIR_VALUES = _pair_values()
+_U8, _U64 = np.uint8, np.uint64
+_NOT_HEX = 0x80  # set in a digit's value by ``digit_value`` when the character is no hex digit
+_NOT_HEX_IN_WORD = 0x8080808080808080
+DIGIT_BLOCK = 1 << 15  # digits gathered before they are decoded: 32 KiB stay in the L1/L2 cache
 
 
 @kernel
-def decode_hex(text, start, stop, out, at, pairs):
-    """Decode text[start:stop) (an even count of characters) to out[at:]; returns 0x100 when a
-    character is not hex. Unsigned indexes: numba then skips its negative-index handling,
-    which otherwise costs more than the decoding."""
-    bad = np.uint16(0)
-    first = np.uint64(start)
-    to = np.uint64(at)
-    for i in range(np.uint64((stop - start) >> 1)):
-        j = first + np.uint64(2) * i
-        v = pairs[np.uint64(text[j]) | (np.uint64(text[j + np.uint64(1)]) << np.uint64(8))]
-        bad |= v
-        out[to + i] = np.uint8(v & 0xFF)
-    return bad & _BAD_PAIR
+def digit_value(c):
+    """The value of the hex digit ``c`` (upper or lower case), or'ed with _NOT_HEX when ``c`` is no
+    hex digit. Branch-free, so that a loop of it vectorises."""
+    not_hex = (_U8(c - _U8(48)) > _U8(9)) & (_U8((c | _U8(0x20)) - _U8(97)) > _U8(5))
+    return _U8(((c & _U8(0xF)) + _U8(9) * (c >> _U8(6))) | (_U8(not_hex) << _U8(7)))
+
+
+@kernel
+def _pairs_to_bytes(values, first_pair, count, out, at):
+    """out[at + i] = the byte of the digit values values[2 * (first_pair + i)] and the next one."""
+    first = _U64(2 * first_pair)
+    to = _U64(at)
+    for i in range(_U64(count)):
+        out[to + i] = _U8((values[first + _U64(2) * i] << _U8(4)) | values[first + _U64(2) * i + _U64(1)])
+
+
+@kernel
+def decode_gathered(digits, count, head_out, head_at, head_bytes, out, at):
+    """The second pass: the bytes of the ``count`` hex digits in digits[0:count), the first
+    ``head_bytes`` of them to head_out[head_at:], the others to out[at:]. Returns nonzero when a
+    character is not a hex digit (what was written is then meaningless).
+
+    Three loops over contiguous memory, each of which vectorises: the digits are replaced by
+    their values (``digit_value``), the _NOT_HEX bits are or'ed eight bytes at a time, and each
+    pair of values makes a byte. ``digits`` is overwritten. Bounds: ``count`` is even, ``digits``
+    has room for it rounded up to a multiple of 8, and the outputs have room for the bytes."""
+    padded = (count + 7) & ~7
+    for j in range(count, padded):
+        digits[j] = 0
+    for j in range(_U64(count)):
+        digits[j] = digit_value(digits[j])
+    flags = _U64(0)
+    words = digits[:padded].view(np.uint64)
+    for i in range(_U64(padded >> 3)):
+        flags |= words[i]
+    _pairs_to_bytes(digits, 0, head_bytes, head_out, head_at)
+    _pairs_to_bytes(digits, head_bytes, (count >> 1) - head_bytes, out, at)
+    return flags & _U64(_NOT_HEX_IN_WORD)
+
+
+@kernel
+def decode_payload_bytes(digits, n, k, h, out, out_at, head_out, head_at):
+    """Decode the ``n`` digits gathered as bytes k.. of a payload whose first ``h`` bytes go to
+    head_out[head_at:] and the others to out[out_at:]; nonzero when one is not a hex digit."""
+    to_head = min(max(h - k, 0), n >> 1)
+    return decode_gathered(digits, n, head_out, head_at + k, to_head, out, out_at + max(k - h, 0))
+
+
+@kernel
+def gather(digits, n, text, q, stop):
+    """The first pass for one line: copy its digits text[q:stop) after the ``n`` gathered in
+    ``digits``; returns how many are gathered. Bounds: they fit (n + stop - q <= DIGIT_BLOCK)."""
+    to = _U64(n)
+    first = _U64(q)
+    for j in range(_U64(stop - q)):
+        digits[to + j] = text[first + j]
+    return n + stop - q
+
+
+@kernel
+def gather_past_block(digits, n, text, q, stop, k, h, out, out_at, head_out, head_at):
+    """``gather`` for a line that does not fit the block: the block is decoded whenever it fills,
+    as bytes k.. of the payload (``decode_payload_bytes``). Returns (digits gathered, k, flags of
+    what was decoded). Bounds: n and stop - q are even. Kept out of ``gather``, so that the
+    compiler inlines the copy of an ordinary line into its caller's loop."""
+    flags = _U64(0)
+    while n + stop - q > DIGIT_BLOCK:
+        take = DIGIT_BLOCK - n
+        n = gather(digits, n, text, q, q + take)
+        q += take
+        flags |= decode_payload_bytes(digits, n, k, h, out, out_at, head_out, head_at)
+        k += n >> 1
+        n = 0
+    return gather(digits, n, text, q, stop), k, flags
 
 
 @kernel
@@ -76,29 +132,53 @@ def line_end(text, p, e):
 
 
 @kernel
-def x_run(text, pos, size, out, pairs):
-    """Decode the run of plain X lines (``X `` then an even number of hex digits, LF ends) that
-    starts at text[pos] into out[0:]; returns (index of the last line's end, bytes written),
-    or (-1, 0) when a line of the run is not plain. Bounds: the run's bytes lie in
-    text[pos:size) and take at most (size - pos) // 2 bytes of ``out``, which the caller
-    provides."""
+def _x_run(text, pos, size, out, digits, trust_width):
+    """``x_run``'s two passes. With ``trust_width``, a line as wide as the one before is taken to
+    end where that width ends when a line end and another X line are there, without looking for
+    a line end among its digits (the last line of a run, often shorter, is looked at): a line
+    end among them then shows as a digit that is not hex, and ``x_run`` asks again without
+    trusting widths, which finds each line's end."""
     p = pos
     written = 0
     end = -1
-    width = 0  # digits of the previous line: most lines are as wide, so that end is tried first
+    width = 0  # digits of the previous line: most lines are as wide
+    n = 0  # digits gathered and not yet decoded
+    flags = _U64(0)
     while p < size and text[p] == _X:
         if p + 1 >= size or text[p + 1] != _SPACE:
             return -1, 0
         start = p + 2
         stop = start + width
-        if not (stop < size and text[stop] == _NL and decode_hex(text, start, stop, out, written, pairs) == 0):
+        if not (trust_width and stop + 1 < size and text[stop] == _NL and text[stop + 1] == _X):
             stop = line_end(text, start, size)
-            if (stop - start) & 1 or decode_hex(text, start, stop, out, written, pairs) != 0:
+            if (stop - start) & 1:
                 return -1, 0
             width = stop - start
-        written += (stop - start) >> 1
+        if n + stop - start <= DIGIT_BLOCK:  # the line fits the block: nearly always
+            n = gather(digits, n, text, start, stop)
+        else:
+            n, written, line_flags = gather_past_block(digits, n, text, start, stop, written, 0, out, 0, out, 0)
+            flags |= line_flags
         end = stop
         p = stop + 1
+    flags |= decode_payload_bytes(digits, n, written, 0, out, 0, out, 0)
+    written += n >> 1
+    if flags:
+        return -1, 0
+    return end, written
+
+
+@kernel
+def x_run(text, pos, size, out):
+    """Decode the run of plain X lines (``X `` then an even number of hex digits, LF ends) that
+    starts at text[pos] into out[0:]; returns (index of the last line's end, bytes written),
+    or (-1, 0) when a line of the run is not plain. Bounds: the run's bytes lie in
+    text[pos:size) and take at most (size - pos) // 2 bytes of ``out``, which the caller
+    provides."""
+    digits = np.empty(DIGIT_BLOCK + 8, dtype=np.uint8)
+    end, written = _x_run(text, pos, size, out, digits, True)
+    if end < 0:
+        end, written = _x_run(text, pos, size, out, digits, False)
     return end, written
 
 

@@ -134,7 +134,7 @@ class AmqsbcgFormat(_ReadInPieces):
 
     def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int],
                        room: int = 0) -> Iterator[SpanPayloads]:
-        return read_spans_in_bulk(spans, heads, room, None, amqsbcg._decode_spans, amqsbcg.parse_browse)
+        return read_spans_in_bulk(spans, heads, room, None, amqsbcg.decode_spans, amqsbcg.parse_browse)
 
     def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
               deterministic: bool = False, queue: str = "SAS.CMI.QUEUE", buffer_bytes: Optional[int] = None) -> int:
