@@ -37,10 +37,8 @@ class Load:
         paths = o.paths
         if after_planning and o.ignore_missing_files:
             paths = tuple(p for p in paths if exists(p)) or paths  # none left: the error says which
-        # A stream's micro-batch (new_files given) reads files its stream listed before.
         return open_cached(paths, o.charsets, o.format, o.transport_options, o.ignore_corrupt_files,
-                           listed=o.new_files is not None,
-                           **o.file_filters())
+                           listed=o.files_listed, **o.file_filters())
 
     def held(self, planned: Sequence[PlannedMessage]) -> Optional[List[PhysicalMessage]]:
         """The planned messages when the capture holds them in memory (a capture given whole),

@@ -403,11 +403,17 @@ class ReadOptions:
                 "modified_before": self.modified_before, "modified_after": self.modified_after,
                 "ignore_missing": self.ignore_missing_files}
 
+    @property
+    def files_listed(self) -> bool:
+        """Whether the paths are files a stream listed before (a micro-batch's): read as they
+        are, not resolved again."""
+        return self.new_files is not None
+
     def files(self) -> List[str]:
         """The capture files of the read: its paths, resolved with its file filters; of a
         stream's micro-batch, the files its stream listed (those removed since left out with
         ignoreMissingFiles)."""
-        if self.new_files is not None:
+        if self.files_listed:
             return [p for p in self.paths if not self.ignore_missing_files or exists(p)]
         return resolve_paths(self.paths, **self.file_filters())
 

@@ -16,22 +16,25 @@ The offset (a JSON dict, what Spark checkpoints) holds:
 - ``carried``: ``[path, mtime_ns]`` of the files holding messages of ``waiting`` attachments:
   each micro-batch reads them again with its new files, so an attachment rotated into the next
   file completes there.
-- ``waiting``: the keys of the attachments the stream waits for still incomplete (bounded by
-  ``attachmentTimeout``: one waiting longer is given up).
+- ``waiting``: the keys of the attachments the stream waits for still incomplete, and
+  ``waiting_since``: since when each waits (the micro-batch that last read a message of it);
+  one waiting longer than ``attachmentTimeout`` is given up, never while a read limit leaves
+  landed files for later micro-batches.
 - ``new``: how many files the micro-batch ending here took after the previous ``taken``, and a
   digest of their paths: replaying the micro-batch (after a failure) checks that it reads the
   same files.
 - ``given_up``: the attachments this micro-batch gives up: the read mode decides about them.
 
-A micro-batch (``start`` to ``end``) reads the files ``start`` carries and the files after
-``start.taken`` up to ``end.taken``, and emits the attachments that are complete there and were
-not emitted before: those ``start`` waited for, and those none of whose messages lie in a
-carried file (an attachment complete in a carried file was complete, and emitted, when that file
-was read before). Both steps are functions of the offsets and the files alone, so a replay
-emits the same rows: with Spark's checkpoint every row reaches the sink once.
+A micro-batch (``start`` to ``end``) reads the files ``start`` carries and the files ``end`` has
+taken and ``start`` not, and emits the attachments settled there and not emitted before: those
+``start`` waited for, and those whose header lies in no carried file (one whose header lies in a
+carried file was settled, and emitted, or given up when that file was first read). Both steps
+are functions of the offsets and the files alone, so a replay emits the same rows: with Spark's
+checkpoint every row reaches the sink once.
 
 Limits (docs/streaming.md): a file must land whole (written elsewhere and moved in) and with a
-modification time after the newest file read; a file changed after it was read is not read again.
+modification time no older than the newest file read; a file changed after it was read is not
+read again.
 """
 from __future__ import annotations
 
@@ -168,9 +171,9 @@ def _attachment_files(att: Attachment) -> Set[str]:
 
 @dataclass(frozen=True)
 class Sorted:
-    """The data set's attachments in the files of a micro-batch, sorted by what becomes of them."""
+    """The attachments a stream follows in the files of a micro-batch, by what becomes of them."""
 
-    emitted: Tuple[str, ...]  # complete now, not emitted before
+    emitted: Tuple[str, ...]  # settled now, not emitted before
     incomplete: Dict[str, Set[str]]  # key -> its files: still waiting, unless given up
 
 
@@ -225,7 +228,6 @@ class FolderStream:
         self.streamed = streamed(self.options)
         self.schema = schema  # the stream's, as Spark has it (the read mode's columns included)
         self.target: Optional[Tuple[int, str]] = None  # trigger(availableNow=True): no file after it
-        self._listed: Dict[str, Landed] = {}
 
     # -- files ----------------------------------------------------------------------------------
 
@@ -237,10 +239,8 @@ class FolderStream:
             if any(exists(p) for p in self.options.paths):
                 return []  # a folder with nothing (chosen) in it yet
             raise
-        found = [Landed(info[0], path, info[1]) for path, info in zip(files, times_and_sizes(files))
-                 if info is not None]
-        self._listed = {f.path: f for f in found}
-        return sorted(found)
+        return sorted(Landed(info[0], path, info[1]) for path, info in zip(files, times_and_sizes(files))
+                      if info is not None)
 
     def _after(self, landed: Sequence[Landed], offset: dict) -> List[Landed]:
         """The files ``offset`` has not taken."""
@@ -343,16 +343,17 @@ class FolderStream:
         emitted = list(found.emitted) + [k for k in end["given_up"] if k in found.incomplete]
         mode = read_mode(self.options)
         texts: List[str] = []
-        if capture is not None and self.streamed.given_up_is_damage and mode.raises:
-            # As a batch read of these files fails, in its order: on damage no attachment holds,
-            # on a damaged message of an attachment emitted, on those given up.
-            check_unplaced_damage(capture)
-            check_undamaged([a for a in capture.attachments if a.key_hex in emitted])
-            self._fail_on_given_up(capture, end["given_up"])
-        if capture is not None and self.streamed.one_layout:
-            emitted, texts = self._same_variables(capture, emitted)
-        if capture is not None and self.streamed.reports_left_out and not emitted:
-            texts += [f.text() for f in capture.left_out]
+        if capture is not None:
+            if self.streamed.given_up_is_damage and mode.raises:
+                # As a batch read of these files fails, in its order: on damage no attachment
+                # holds, on a damaged message of an attachment emitted, on those given up.
+                check_unplaced_damage(capture)
+                check_undamaged([a for a in capture.attachments if a.key_hex in emitted])
+                self._fail_on_given_up(capture, end["given_up"])
+            if self.streamed.one_layout:
+                emitted, texts = self._same_variables(capture, emitted)
+            if self.streamed.reports_left_out and not emitted:
+                texts += [f.text() for f in capture.left_out]
         parts: List[BatchPart] = []
         if emitted or (new and self.streamed.rows_of_files):
             options = replace(self.options, paths=tuple(files), attachments=tuple(emitted), new_files=new)
@@ -367,8 +368,7 @@ class FolderStream:
                 raise IncompleteAttachmentError(
                     f"attachment {att.key_hex} ({att.entry.kind} {att.entry.name}) is still incomplete after option "
                     f"attachmentTimeout ({self.options.attachment_timeout:g} s) since the stream last read a message "
-                    f"of it: "
-                    f"{att.why_incomplete()}", att.header_message.location().within(att.key_hex),
+                    f"of it: {att.why_incomplete()}", att.header_message.location().within(att.key_hex),
                     "the rest of its messages never landed: option('mode', 'PERMISSIVE') reads what can be trusted "
                     "of it and reports the rest; a longer option('attachmentTimeout', ...) waits longer")
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Iterator, List
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 from ..engine import planned, reading
 from ..engine.load import Load
@@ -19,6 +19,7 @@ from ..engine.stream import stream_schema
 from ..errors import CmiError, CmiOptionError
 from ..storage import PathNotFoundError
 from .reporting import reported
+from .schema import same_columns, spark_schema
 from .stream_writer import CmiStreamWriter, stream_save_options
 from .writer import CmiWriter
 
@@ -41,16 +42,6 @@ def _settle_worker() -> None:
         _WORKER_SETTLED = True
 
 
-def spark_schema(arrow: pa.Schema) -> StructType:
-    """Spark schema of an Arrow schema, carrying column metadata (label, format, ...) across."""
-    converted = from_arrow_schema(pa.schema([f.remove_metadata() for f in arrow]), prefer_timestamp_ntz=True)
-    fields = []
-    for spark_field, arrow_field in zip(converted.fields, arrow):
-        metadata = {k.decode(): v.decode() for k, v in (arrow_field.metadata or {}).items()}
-        if "sas_length" in metadata:
-            metadata["sas_length"] = int(metadata["sas_length"])
-        fields.append(StructField(spark_field.name, spark_field.dataType, True, metadata))
-    return StructType(fields)
 
 
 _DOC_READING = """SAS datasets and files in captured CMI message-queue traffic (IBM MQ dmpmqmsg dumps and
@@ -134,7 +125,7 @@ class CmiDataSource(DataSource):
     def reader(self, schema: StructType) -> "CmiReader":
         options = self.read_options
         own = spark_schema(planned.schema(Load(options)))
-        if [(f.name, f.dataType) for f in schema.fields] != [(f.name, f.dataType) for f in own.fields]:
+        if not same_columns(schema, own):
             # Batches are built by the capture's layout; another schema cannot be honoured.
             raise CmiOptionError(f"the schema comes from the capture; drop .schema(...) (the capture's is "
                                  f"{own.simpleString()}, the one given {schema.simpleString()})")

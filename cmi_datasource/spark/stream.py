@@ -18,6 +18,7 @@ from ..errors import CmiOptionError
 from ..option_table import named
 from ..transports.mqtt.spool import SPOOL_OPTIONS, Spooler, SpoolSettings
 from .reporting import reported
+from .schema import same_columns, spark_schema
 
 
 class CmiStreamPartition(InputPartition):
@@ -27,12 +28,11 @@ class CmiStreamPartition(InputPartition):
 def check_stream_schema(options: ReadOptions, schema: StructType) -> None:
     """The schema Spark hands the stream (the user's, or the one ``CmiDataSource.schema`` gave)
     must be the one the data set's first attachment gives, when one has landed."""
-    from .source import spark_schema
     own = stream_schema(options)
     if own is None:
         return  # nothing landed yet: the user's schema stands, checked against each attachment read
     expected = spark_schema(own)
-    if [(f.name, f.dataType) for f in schema.fields] != [(f.name, f.dataType) for f in expected.fields]:
+    if not same_columns(schema, expected):
         raise CmiOptionError(f"the schema given does not match the data set's first attachment: it gives "
                              f"{expected.simpleString()}, the one given is {schema.simpleString()}; drop .schema(...) "
                              f"or give that one")

@@ -38,7 +38,7 @@ import cmi_datasource
 from cmi_datasource import Capture, read
 from cmi_datasource.errors import IncompleteAttachmentError
 from cmi_datasource.spark.errors import typed_errors, unwrap
-from cmi_datasource.spark.source import spark_schema
+from cmi_datasource.spark.schema import spark_schema
 
 pytestmark = pytest.mark.spark
 
