@@ -1,7 +1,7 @@
-"""`make bench`: every performance target of issue 18, measured in one run, written to bench/results.md.
+"""`make bench`: every performance target of issues 18 and 30, measured in one run, written to bench/results.md.
 
     .venv/bin/python bench/bench.py [--sections NAME ...] [--rows 1000000 5000000] [--repeat 3]
-        [--first-job-runs 5] [--scale-rows 20000000] [--transport-rows 1000000] [--small-files 10000]
+        [--first-job-runs 5] [--scale-rows 20000000] [--transport-rows 5000000] [--small-files 10000]
         [--stream-files 40] [--stream-file-rows 25000] [--latency-samples 20] [--max-files-per-trigger 1 10]
         [--trigger-ms 100] [--out bench/results.md]
 
@@ -24,7 +24,8 @@ measures; --sections picks some):
                   workers warm, against the warm read of the same dump; at each --rows
   warm         3. the warm read, dump -> noop, against Parquet, the floor (one partition per core,
                   and as many partitions as cmi's), the pandas route (read_sas -> createDataFrame),
-                  and the decode core alone on one core (cold, warm, against bytes.fromhex);
+                  the decode core alone on one core (cold, warm, against bytes.fromhex) and
+                  the hex kernel alone against bytes.fromhex over the same digits (3a);
                   at each --rows
   mqget        4. a binary MQGET capture of the same rows against Parquet; at each --rows
   write        5. df.write.format("cmi") against df.write.parquet of the Parquet rows, and the peak
@@ -79,7 +80,7 @@ def parse_args():
     parser.add_argument("--repeat", type=int, default=3, help="timed runs after the warm-up; the best counts")
     parser.add_argument("--first-job-runs", type=int, default=5, help="fresh sessions of each source, per size")
     parser.add_argument("--scale-rows", type=int, default=20_000_000)
-    parser.add_argument("--transport-rows", type=int, default=1_000_000)
+    parser.add_argument("--transport-rows", type=int, default=5_000_000)
     parser.add_argument("--small-files", type=int, default=10_000, help="dumps of 100 rows in the directory")
     add_stream_arguments(parser)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))

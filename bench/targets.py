@@ -1,5 +1,6 @@
-"""The sections of ``bench/bench.py``, one per target of issue 18, in the issue's order, then the
-stream measures of issue 29.
+"""The sections of ``bench/bench.py``, one per target of issues 18 and 30 (issue 30 tightened
+issue 18's limits and added the hex decode core), in issue 18's order, then the stream measures
+of issue 29.
 
 Each section is a function of the run (``Run``: the Spark session, the settings, the benchmark's
 files of each size) returning an ``Outcome``: its rows of the Targets table and its own table.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Dict, List
 
+from bench.bench_decode import hex_core
 from bench.bench_first_job import first_job_times
 from bench.bench_stream import StreamSettings, stream_section
 from bench.bench_write import write_times
@@ -29,6 +31,7 @@ from cmi_datasource.engine import index
 from cmi_datasource.engine.decode import slice_batches
 from cmi_datasource.engine.plan import dataset_slices, whole_run
 from cmi_datasource.engine.write import WriteOptions
+from cmi_datasource.transports.mq.dmpmqmsg import parse_dump
 
 FLAT = 1.2  # "memory flat": the larger run's peak within this factor of the smaller run's
 GIB_MB = 1024
@@ -177,6 +180,15 @@ def core_times(dump: str, repeat: int):
     return cold_s, warm_s, floor, obs_bytes
 
 
+def hex_core_time(dump: str, repeat: int) -> float:
+    """Seconds of the partitions' hex kernel decoding the X lines of every message of the dump,
+    the text in memory, on one core (``bench_decode.hex_core``)."""
+    with open(dump, "rb") as f:
+        text = f.read()
+    spans = [(dump, m.index, m.file_offset, m.file_end) for m in parse_dump(text, dump)]
+    return hex_core(text, spans, repeat)
+
+
 def warm_read(run: Run) -> Outcome:
     """3. The warm read of the dump against Parquet, the floor source and the pandas route."""
     spark, repeat = run.spark, run.settings.repeat
@@ -196,12 +208,17 @@ def warm_read(run: Run) -> Outcome:
 
         pandas_s = best_of(pandas_route, repeat)
         cold_s, warm_s, fromhex_s, obs = core_times(files.dump, repeat)
+        hex_core_s = hex_core_time(files.dump, repeat)
         mb = obs / 1e6
         lines.append(f"| {n:,} | {os.path.getsize(files.dump) / 1e6:.0f} | {cmi_s:.2f} | {parquet_s:.2f} "
                      f"| {floor_s:.2f} | {pandas_s:.2f} | {cmi_s / parquet_s:.2f} | {cmi_s / floor_s:.2f} "
                      f"| {pandas_s / cmi_s:.1f} | {partitions} | {floor_as_cmi_s:.2f} | {cmi_s / floor_as_cmi_s:.2f} "
                      f"| {mb / cold_s:.0f} | {mb / warm_s:.0f} | {mb / fromhex_s:.0f} | {fromhex_s / warm_s:.2f} "
                      f"| {run.sampled_read(files.dump).worker_mb:.0f} |")
+        targets.append(Target(f"3a. hex decode core, {n:,} rows", 0.5, "kernel / bytes.fromhex",
+                              f"kernel {hex_core_s:.3f} s, bytes.fromhex {fromhex_s:.3f} s over the same digits "
+                              f"({fromhex_s / hex_core_s:.2f}x fromhex's speed; issue 30: at least 2x)",
+                              hex_core_s / fromhex_s))
         targets.append(Target(f"3. warm read, hex dump, {n:,} rows", 1.3, "cmi / Parquet",
                               f"cmi {cmi_s:.2f} s, Parquet {parquet_s:.2f} s; floor in {partitions} partitions "
                               f"{floor_as_cmi_s:.2f} s (cmi / floor {cmi_s / floor_as_cmi_s:.2f})",
@@ -341,7 +358,7 @@ def transports(run: Run) -> Outcome:
             times[fmt] = best_of(partial(run.read, "cmi", capture), run.settings.repeat)
             sizes[fmt] = os.path.getsize(capture) / 1e6
     mq_s = times["dmpmqmsg"]
-    targets = [Target(f"7. {label} capture, {n:,} rows", 1.5, "time / MQ dump time",
+    targets = [Target(f"7. {label} capture, {n:,} rows", 1.1, "time / MQ dump time",
                       f"{n / times[fmt]:,.0f} rows/s, MQ dump {n / mq_s:,.0f} rows/s", times[fmt] / mq_s)
                for fmt, label, _ in TRANSPORTS[1:]]
     rows = [[label, f"{sizes[fmt]:.0f}", f"{times[fmt]:.2f}", f"{n / times[fmt]:,.0f}", f"{times[fmt] / mq_s:.2f}"]
