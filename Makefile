@@ -12,7 +12,7 @@ export PYTHONPATH := $(CURDIR)
 # Debian installs mosquitto (and, on some releases, tcpdump) in /usr/sbin, which is not on a
 # non-root user's PATH: the live tests look them up on PATH.
 export PATH := $(PATH):/usr/sbin:/sbin
-SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
+SOURCES := pyproject.toml setup.py pyspark_cmi.py $(shell find cmi_datasource -name '*.py' -o -name '*.c')
 
 .PHONY: demo test test-tools lint typecheck docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb bench-stream check-java clean fuzz
 
@@ -22,6 +22,13 @@ SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py
 # DEMO_STAMP: the package alone (make demo, make docs). STAMP: with the test extras (make test and
 # the tools' targets); it marks the package as installed too.
 DEMO_STAMP := $(VENV)/.installed-demo
+# The C kernels (cmi_datasource/_native.c) built in the source tree too, beside the installed copy:
+# driver and workers import the working tree (PYTHONPATH above). setup.py needs setuptools, which a
+# new venv lacks on Python 3.12+.
+define build_native
+	$(PY) -m pip install --quiet "setuptools>=77"
+	$(PY) setup.py --quiet build_ext --inplace
+endef
 
 # A failed creation (Debian without python3-venv) leaves no half-made .venv that a later run would
 # take for a working one.
@@ -31,11 +38,13 @@ $(PY):
 $(DEMO_STAMP): $(SOURCES) | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet .
+	$(build_native)
 	touch $(DEMO_STAMP)
 
 $(STAMP): $(SOURCES) | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet ".[test]"
+	$(build_native)
 	touch $(STAMP) $(DEMO_STAMP)
 
 check-java:
@@ -116,4 +125,4 @@ notebook: $(STAMP) check-java
 	$(PY) -m cmi_datasource.explore.run_notebook --write notebooks/explore.ipynb
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache spark-warehouse site
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache spark-warehouse site build cmi_datasource/*.so
