@@ -21,6 +21,7 @@ when the extension is missing (built without a C compiler) or when the environme
 """
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from types import ModuleType
@@ -45,10 +46,9 @@ def native_module() -> Optional[ModuleType]:
                     _native = None
                 else:
                     try:
-                        from . import _native as module  # type: ignore[attr-defined]
+                        _native = importlib.import_module(f"{__package__}._native")
                     except ImportError:  # built without a C compiler: numba's kernels
-                        module = None
-                    _native = module
+                        _native = None
     return _native
 
 
@@ -84,7 +84,7 @@ class Kernel:
     def native_function(self) -> Optional[Callable]:
         """The C twin of this kernel, with its ``native_args``; None when numba's kernel runs."""
         module = native_module() if self.native is not None else None
-        if module is None:
+        if module is None or self.native is None:
             return None
         function, bound = getattr(module, self.native), self.native_args
         return (lambda *args: function(*args, *bound)) if bound else function
