@@ -79,6 +79,15 @@ release(Py_buffer *views, int n)
 
 /* ---- hex lines (transports/mq/hex_lines.py) ---------------------------------------------- */
 
+/* The hex loops are compiled twice, for AVX2 and for any x86-64, and the machine's is chosen when
+   the module loads (GCC's function multi-versioning): numba compiles for the machine it runs on,
+   a wheel cannot. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#define FOR_THIS_MACHINE __attribute__((target_clones("avx2", "default")))
+#else
+#define FOR_THIS_MACHINE
+#endif
+
 #define DIGIT_BLOCK (1 << 15)
 #define NOT_HEX_IN_WORD 0x8080808080808080ULL
 #define OUT_OF_BOUNDS (-2)
@@ -98,7 +107,7 @@ typedef struct {
 
 /* hex_lines.decode_gathered. Returns the not-hex flags, or sets *bad when a write would leave
    its buffer. */
-static uint64_t
+FOR_THIS_MACHINE static uint64_t
 decode_gathered(uint8_t *digits, Py_ssize_t count, Out head_out, Py_ssize_t head_at, Py_ssize_t head_bytes,
                 Out out, Py_ssize_t at, int *bad)
 {
@@ -388,6 +397,50 @@ decode_spans(PyObject *self, PyObject *args)
 
 /* ---- character fields (arrow/strings.py) -------------------------------------------------- */
 
+/* strings._trim_and_gather's loops, the arrays apart (restrict: the compiler need not reload the
+   field table after each byte written). */
+FOR_THIS_MACHINE static void
+trim_and_gather_rows(const uint8_t *restrict flat, Py_ssize_t stride, Py_ssize_t count,
+                     const int64_t *restrict offsets, const int64_t *restrict widths, Py_ssize_t fields, int blank,
+                     const uint8_t *restrict utf8_bytes, Py_ssize_t table_width,
+                     const int64_t *restrict utf8_length, int64_t *restrict ends, Py_ssize_t ends_width,
+                     uint8_t *restrict out, const int64_t *restrict regions)
+{
+    for (Py_ssize_t j = 0; j < fields; j++)
+        ends[j * ends_width] = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const uint8_t *row = flat + i * stride;
+        for (Py_ssize_t j = 0; j < fields; j++) {
+            const uint8_t *at = row + offsets[j];
+            Py_ssize_t width = widths[j];
+            int64_t *field_ends = ends + j * ends_width;
+            uint8_t *start = out + regions[j];
+            uint8_t *end = start + field_ends[i];
+            if (utf8_bytes != NULL) {
+                Py_ssize_t n = width;
+                while (n > 0 && (at[n - 1] == blank || at[n - 1] == 0))
+                    n--;
+                for (Py_ssize_t k = 0; k < n; k++) {
+                    uint8_t b = at[k];
+                    int64_t size = utf8_length[b];
+                    for (int64_t m = 0; m < size; m++)
+                        end[m] = utf8_bytes[b * table_width + m];
+                    end += size;
+                }
+            } else {
+                /* The whole field copied (the blanks past the value are overwritten by the next one),
+                   then its end found from the back. */
+                memcpy(end, at, (size_t)width);
+                Py_ssize_t kept = width;
+                while (kept > 0 && (at[kept - 1] == blank || at[kept - 1] == 0))
+                    kept--;
+                end += kept;
+            }
+            field_ends[i + 1] = end - start;
+        }
+    }
+}
+
 static PyObject *
 trim_and_gather(PyObject *self, PyObject *args)
 {
@@ -436,40 +489,8 @@ trim_and_gather(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_ValueError, "trim_and_gather: %s", problem);
     }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t j = 0; j < fields; j++)
-        ends[j * ends_width] = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        const uint8_t *row = flat + i * stride;
-        for (Py_ssize_t j = 0; j < fields; j++) {
-            const uint8_t *at = row + offsets[j];
-            Py_ssize_t width = widths[j];
-            int64_t *field_ends = ends + j * ends_width;
-            uint8_t *start = out + regions[j];
-            uint8_t *end = start + field_ends[i];
-            if (translate) {
-                Py_ssize_t n = width;
-                while (n > 0 && (at[n - 1] == blank || at[n - 1] == 0))
-                    n--;
-                for (Py_ssize_t k = 0; k < n; k++) {
-                    uint8_t b = at[k];
-                    int64_t size = utf8_length[b];
-                    memcpy(end, utf8_bytes + b * table_width, (size_t)size);
-                    end += size;
-                }
-            } else {
-                /* As the numba kernel: the whole field copied, its end found without a branch per byte. */
-                Py_ssize_t kept = 0;
-                for (Py_ssize_t k = 0; k < width; k++) {
-                    uint8_t c = at[k];
-                    end[k] = c;
-                    Py_ssize_t here = ((c != blank) & (c != 0)) * (k + 1);
-                    kept = here > kept ? here : kept;
-                }
-                end += kept;
-            }
-            field_ends[i + 1] = end - start;
-        }
-    }
+    trim_and_gather_rows(flat, stride, count, offsets, widths, fields, (int)blank, translate ? utf8_bytes : NULL,
+                         table_width, utf8_length, ends, ends_width, out, regions);
     Py_END_ALLOW_THREADS
     release(v, 8);
     Py_RETURN_NONE;
@@ -548,6 +569,43 @@ first_ill_formed(PyObject *self, PyObject *args)
 #define EXPONENT_BITS 0x7FF0000000000000ULL
 #define MANTISSA_BITS 0x000FFFFFFFFFFFFFULL
 
+/* sas_numbers._gather_fields's loops, the arrays apart (restrict, as ``trim_and_gather_rows``). */
+FOR_THIS_MACHINE static void
+gather_field_rows(const uint8_t *restrict flat, Py_ssize_t stride, Py_ssize_t count,
+                  const int64_t *restrict offsets, const int64_t *restrict widths, Py_ssize_t fields,
+                  int little_endian, uint64_t *restrict bits, Py_ssize_t bits_width, uint8_t *restrict nan,
+                  Py_ssize_t nan_width)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const uint8_t *row = flat + i * stride;
+        for (Py_ssize_t j = 0; j < fields; j++) {
+            const uint8_t *at = row + offsets[j];
+            Py_ssize_t width = widths[j];
+            uint64_t value = 0;
+            if (width == 8) {  /* most SAS numerics: one load, byte-swapped when not in the machine's order */
+                memcpy(&value, at, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                if (!little_endian)
+                    value = __builtin_bswap64(value);
+#else
+                if (little_endian)
+                    value = __builtin_bswap64(value);
+#endif
+            } else if (little_endian) {
+                unsigned shift = 8 * (8 - (unsigned)width);
+                for (Py_ssize_t k = 0; k < width; k++, shift += 8)
+                    value |= (uint64_t)at[k] << shift;
+            } else {
+                unsigned shift = 56;
+                for (Py_ssize_t k = 0; k < width; k++, shift -= 8)
+                    value |= (uint64_t)at[k] << shift;
+            }
+            bits[j * bits_width + i] = value;
+            nan[j * nan_width + i] = (value & EXPONENT_BITS) == EXPONENT_BITS && (value & MANTISSA_BITS) != 0;
+        }
+    }
+}
+
 static PyObject *
 gather_fields(PyObject *self, PyObject *args)
 {
@@ -586,40 +644,13 @@ gather_fields(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_ValueError, "gather_fields: %s", problem);
     }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < count; i++) {
-        const uint8_t *row = flat + i * stride;
-        for (Py_ssize_t j = 0; j < fields; j++) {
-            const uint8_t *at = row + offsets[j];
-            Py_ssize_t width = widths[j];
-            uint64_t value = 0;
-            if (little_endian) {
-                unsigned shift = 8 * (8 - (unsigned)width);
-                for (Py_ssize_t k = 0; k < width; k++, shift += 8)
-                    value |= (uint64_t)at[k] << shift;
-            } else {
-                unsigned shift = 56;
-                for (Py_ssize_t k = 0; k < width; k++, shift -= 8)
-                    value |= (uint64_t)at[k] << shift;
-            }
-            bits[j * bits_width + i] = value;
-            nan[j * nan_width + i] = (value & EXPONENT_BITS) == EXPONENT_BITS && (value & MANTISSA_BITS) != 0;
-        }
-    }
+    gather_field_rows(flat, stride, count, offsets, widths, fields, little_endian, bits, bits_width, nan, nan_width);
     Py_END_ALLOW_THREADS
     release(v, 5);
     Py_RETURN_NONE;
 }
 
 /* ---- SAS dates and times (payload/sas_dataset.py) ------------------------------------------- */
-
-static inline void
-store(void *out, Py_ssize_t itemsize, Py_ssize_t i, int64_t value)
-{
-    if (itemsize == 4)
-        ((int32_t *)out)[i] = (int32_t)value;
-    else
-        ((int64_t *)out)[i] = value;
-}
 
 /* Whole seconds and their fraction in microseconds apart, as the numba kernel computes them:
    v * 1e6 would shift the microsecond of late datetimes. */
@@ -628,6 +659,45 @@ microseconds(double v)
 {
     double whole = floor(v);
     return (int64_t)((uint64_t)(int64_t)whole * 1000000u + (uint64_t)(int64_t)rint((v - whole) * 1e6));
+}
+
+typedef struct {
+    double min_sas_day, max_sas_day, per_day, max_interval_seconds;
+    int64_t epoch_shift_days, epoch_shift_seconds, last_nanosecond_of_day;
+} TimeConstants;
+
+/* One loop per kind and output width, so that no branch on either runs per value: each value
+   missing (0), out of range (its index returned) or converted. */
+#define CONVERT(IN_RANGE, VALUE)                                                                     \
+    do {                                                                                             \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                         \
+            double x = values[i];                                                                    \
+            if (missing[i]) {                                                                        \
+                if (out32) out32[i] = 0; else out64[i] = 0;                                          \
+                continue;                                                                            \
+            }                                                                                        \
+            if (!(IN_RANGE))                                                                         \
+                return i;                                                                            \
+            if (out32) out32[i] = (int32_t)(VALUE); else out64[i] = (VALUE);                         \
+        }                                                                                            \
+        return -1;                                                                                   \
+    } while (0)
+
+FOR_THIS_MACHINE static Py_ssize_t
+convert_times(const double *restrict values, const uint8_t *restrict missing, Py_ssize_t n, Py_ssize_t kind,
+              int32_t *restrict out32, int64_t *restrict out64, const TimeConstants *c)
+{
+    const double min_day = c->min_sas_day, max_day = c->max_sas_day, per_day = c->per_day;
+    const double max_interval = c->max_interval_seconds;
+    const int64_t shift_days = c->epoch_shift_days, shift_us = c->epoch_shift_seconds * 1000000;
+    const int64_t last_ns = c->last_nanosecond_of_day;
+    if (kind == 0)
+        CONVERT(min_day <= x && x < max_day + 1, (int64_t)floor(x) - shift_days);
+    if (kind == 1)
+        CONVERT(min_day * per_day <= x && x < (max_day + 1) * per_day, microseconds(x) - shift_us);
+    if (kind == 2)
+        CONVERT(0 <= x && x < per_day, (int64_t)rint(x * 1e9) < last_ns ? (int64_t)rint(x * 1e9) : last_ns);
+    CONVERT(-max_interval <= x && x <= max_interval, microseconds(x));
 }
 
 static PyObject *
@@ -643,7 +713,6 @@ sas_to_arrow_time(PyObject *self, PyObject *args)
                           &max_day, &epoch_shift_days, &epoch_shift_seconds, &seconds_per_day,
                           &max_interval_seconds, &last_nanosecond_of_day))
         return NULL;
-    const double min_sas_day = (double)min_day, max_sas_day = (double)max_day;
     static const char *names[3] = {"values", "missing", "out"};
     static const char kinds[3] = {FLOAT, BOOL, ANY_INT};
     static const Py_ssize_t sizes[3] = {8, 1, 0};
@@ -664,41 +733,10 @@ sas_to_arrow_time(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_ValueError, "sas_to_arrow_time: missing and out need %zd items", n);
     }
     Py_ssize_t bad = -1;
-    const double per_day = (double)seconds_per_day;
+    const TimeConstants constants = {(double)min_day, (double)max_day, (double)seconds_per_day, max_interval_seconds,
+                                     epoch_shift_days, epoch_shift_seconds, last_nanosecond_of_day};
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (missing[i]) {
-            store(out, itemsize, i, 0);
-            continue;
-        }
-        double x = values[i];
-        if (kind == 0) {
-            if (!(min_sas_day <= x && x < max_sas_day + 1)) {
-                bad = i;
-                break;
-            }
-            store(out, itemsize, i, (int64_t)floor(x) - epoch_shift_days);
-        } else if (kind == 1) {
-            if (!(min_sas_day * per_day <= x && x < (max_sas_day + 1) * per_day)) {
-                bad = i;
-                break;
-            }
-            store(out, itemsize, i, microseconds(x) - (int64_t)epoch_shift_seconds * 1000000);
-        } else if (kind == 2) {
-            if (!(0 <= x && x < per_day)) {
-                bad = i;
-                break;
-            }
-            int64_t ns = (int64_t)rint(x * 1e9);
-            store(out, itemsize, i, ns < last_nanosecond_of_day ? ns : (int64_t)last_nanosecond_of_day);
-        } else {
-            if (!(-max_interval_seconds <= x && x <= max_interval_seconds)) {
-                bad = i;
-                break;
-            }
-            store(out, itemsize, i, microseconds(x));
-        }
-    }
+    bad = convert_times(values, missing, n, kind, itemsize == 4 ? out : NULL, itemsize == 4 ? NULL : out, &constants);
     Py_END_ALLOW_THREADS
     release(v, 3);
     return PyLong_FromSsize_t(bad);
