@@ -22,12 +22,12 @@ SOURCES := pyproject.toml setup.py pyspark_cmi.py $(shell find cmi_datasource -n
 # DEMO_STAMP: the package alone (make demo, make docs). STAMP: with the test extras (make test and
 # the tools' targets); it marks the package as installed too.
 DEMO_STAMP := $(VENV)/.installed-demo
-# The C kernels (cmi_datasource/_native.c) built in the source tree too, beside the installed copy:
-# driver and workers import the working tree (PYTHONPATH above). setup.py needs setuptools, which a
-# new venv lacks on Python 3.12+.
-define build_native
-	$(PY) -m pip install --quiet "setuptools>=77"
-	$(PY) setup.py --quiet build_ext --inplace
+# The C kernels (cmi_datasource/_native.c) that `pip install .` compiled, copied into the source tree:
+# driver and workers import the working tree (PYTHONPATH above). -I: the installed copy, not the
+# tree's. Without a C compiler the install leaves them out and numba's kernels run (docs/install.md).
+define copy_native
+	$(PY) -I -c "import shutil, cmi_datasource._native as m; shutil.copy2(m.__file__, 'cmi_datasource')" \
+		|| echo "cmi_datasource/_native.c was not compiled (no C compiler?): the numba kernels will run" >&2
 endef
 
 # A failed creation (Debian without python3-venv) leaves no half-made .venv that a later run would
@@ -38,13 +38,13 @@ $(PY):
 $(DEMO_STAMP): $(SOURCES) | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet .
-	$(build_native)
+	$(copy_native)
 	touch $(DEMO_STAMP)
 
 $(STAMP): $(SOURCES) | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet ".[test]"
-	$(build_native)
+	$(copy_native)
 	touch $(STAMP) $(DEMO_STAMP)
 
 check-java:

@@ -3,8 +3,9 @@ time: docs/performance.md); everything else is declared in pyproject.toml.
 
 Optional: where it cannot be compiled (no C compiler), the package installs without it and
 compiled.py runs the numba kernels instead; spark_tests/unit/test_native_kernels.py fails when it
-is missing from a checkout built by `make`. `make` also builds it in the source tree
-(`setup.py build_ext --inplace`), which is what the driver and Spark workers import (PYTHONPATH).
+is missing from a checkout built by `make`. `make` copies the compiled module into the source
+tree, which is what the driver and Spark workers import (PYTHONPATH); after editing the C,
+`python setup.py build_ext --inplace` rebuilds it there.
 """
 import sys
 
