@@ -12,7 +12,7 @@ export PYTHONPATH := $(CURDIR)
 # Debian installs mosquitto (and, on some releases, tcpdump) in /usr/sbin, which is not on a
 # non-root user's PATH: the live tests look them up on PATH.
 export PATH := $(PATH):/usr/sbin:/sbin
-SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py')
+SOURCES := pyproject.toml setup.py pyspark_cmi.py $(shell find cmi_datasource -name '*.py' -o -name '*.c')
 
 .PHONY: demo test test-tools lint typecheck docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb bench-stream check-java clean fuzz
 
@@ -22,6 +22,13 @@ SOURCES := pyproject.toml pyspark_cmi.py $(shell find cmi_datasource -name '*.py
 # DEMO_STAMP: the package alone (make demo, make docs). STAMP: with the test extras (make test and
 # the tools' targets); it marks the package as installed too.
 DEMO_STAMP := $(VENV)/.installed-demo
+# The C kernels (cmi_datasource/_native.c) that `pip install .` compiled, copied into the source tree:
+# driver and workers import the working tree (PYTHONPATH above). -I: the installed copy, not the
+# tree's. Without a C compiler the install leaves them out and numba's kernels run (docs/install.md).
+define copy_native
+	$(PY) -I -c "import shutil, cmi_datasource._native as m; shutil.copy2(m.__file__, 'cmi_datasource')" \
+		|| echo "cmi_datasource/_native.c was not compiled (no C compiler?): the numba kernels will run" >&2
+endef
 
 # A failed creation (Debian without python3-venv) leaves no half-made .venv that a later run would
 # take for a working one.
@@ -31,11 +38,13 @@ $(PY):
 $(DEMO_STAMP): $(SOURCES) | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet .
+	$(copy_native)
 	touch $(DEMO_STAMP)
 
 $(STAMP): $(SOURCES) | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet ".[test]"
+	$(copy_native)
 	touch $(STAMP) $(DEMO_STAMP)
 
 check-java:
@@ -116,4 +125,4 @@ notebook: $(STAMP) check-java
 	$(PY) -m cmi_datasource.explore.run_notebook --write notebooks/explore.ipynb
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache spark-warehouse site
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache spark-warehouse site build cmi_datasource/*.so

@@ -14,6 +14,9 @@ best of 3), on one core:
   read      ``cmi_datasource.read`` of a ``Capture.open``: index (cached after the first), payloads,
             the SAS columns to Arrow.
 
+With the C kernels (issue 30, ``cmi_datasource/_native.c``), "hex core" and "read" are also timed
+with their numba references ("... numba"), in the same run.
+
 and prints each time and its throughput as a multiple of fromhex's (fromhex seconds / its
 seconds: above 1 is faster than fromhex; issue 30's target for the hex core is 2.0). The machine's
 speed drifts: only figures of one run compare. ``--checkout DIR`` imports the package from another
@@ -23,6 +26,7 @@ the same script.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import re
@@ -44,6 +48,8 @@ if __name__ == "__main__":  # the package of --checkout DIR, when given, instead
 import cmi_datasource  # noqa: E402
 from cmi_datasource import Capture, read  # noqa: E402
 from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump  # noqa: E402
+from cmi_datasource.arrow import strings  # noqa: E402
+from cmi_datasource.payload import sas_dataset, sas_numbers  # noqa: E402
 from cmi_datasource.transports.mq import dump_spans, hex_lines  # noqa: E402
 from cmi_datasource.transports.mq.dmpmqmsg import parse_dump  # noqa: E402
 
@@ -69,6 +75,26 @@ def make_table(n: int) -> pa.Table:
         "FLAG": pa.array(np.where(rng.random(n) < 0.5, "Y", "N")),
         "NOTE": pa.array(words[rng.integers(0, len(words), n)]),
     })
+
+
+def twinned_kernels():
+    """The kernels that run in C when the C kernels are built (none in checkouts before them)."""
+    kernels = [dump_spans._decode_spans, hex_lines.x_run, strings._trim_and_gather, strings._first_ill_formed,
+               sas_numbers._gather_fields, sas_dataset._sas_to_arrow_time]
+    return [k for k in kernels if getattr(k, "native_function", lambda: None)() is not None]
+
+
+@contextlib.contextmanager
+def numba_references():
+    """Every kernel with a C twin runs its numba reference meanwhile."""
+    kernels = twinned_kernels()
+    for k in kernels:
+        k.chosen = k.compiled()
+    try:
+        yield
+    finally:
+        for k in kernels:
+            k.chosen = None
 
 
 def hex_core(text: bytes, spans, repeat: int = 5) -> float:
@@ -113,13 +139,17 @@ def main(rows: int) -> None:
         floor = best_of(lambda: bytes.fromhex(joined), 5)
         times = {"hex core": hex_core(text, spans), "spans": best_of(read_spans, 5), "scan": best_of(scan, 5),
                  "read": best_of(lambda: read(Capture.open(path)), 3)}  # opened each time: no capture kept
+        if twinned_kernels():
+            with numba_references():
+                times["hex core numba"] = hex_core(text, spans)
+                times["read numba"] = best_of(lambda: read(Capture.open(path)), 3)
         mb, hex_mb = obs_bytes / 1e6, len(joined) / 1e6
         print(f"package of {os.path.dirname(os.path.dirname(os.path.abspath(cmi_datasource.__file__)))}")
         print(f"rows={rows} dump={len(text) / 1e6:.1f} MB hex digits={hex_mb:.1f} MB "
               f"observation bytes={mb:.1f} MB, payload bytes={hex_mb / 2:.1f} MB")
-        print(f"fromhex   {floor:.3f} s ({hex_mb / 2 / floor:.0f} MB/s of payload)")
+        print(f"{'fromhex':<14} {floor:.3f} s ({hex_mb / 2 / floor:.0f} MB/s of payload)")
         for name, seconds in times.items():
-            print(f"{name:<9} {seconds:.3f} s ({hex_mb / 2 / seconds:.0f} MB/s of payload)  "
+            print(f"{name:<14} {seconds:.3f} s ({hex_mb / 2 / seconds:.0f} MB/s of payload)  "
                   f"fromhex / {name} = {floor / seconds:.2f}")
 
 

@@ -11,6 +11,9 @@ them what a worker does for its first partition:
   index (cached on disk, as after planning) and decode its first data set (the numba kernels
   loaded from their cache).
 
+- **cmi numba**: cmi with ``CMI_NATIVE=0``, running the numba kernels instead of their C twins
+  (issue 30): what a worker paid before them.
+
 Printed: the median of each phase over the runs and the ratio of cmi's whole to the floor's,
 both measured in this run (absolute times move with the machine), plus which of pandas and
 numba each process imported (pandas costs 0.4 s in a process that imports it).
@@ -54,30 +57,33 @@ print(json.dumps({"imports": t1 - t0, "index": t2 - t1, "first batch": t3 - t2, 
 """ % SAMPLE
 
 
-def run(code: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=ROOT)
+def run(code: str, **environment: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT, **environment)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main(runs: int) -> None:
-    run(CMI)  # kernels compiled and the index cached: what every later worker finds
-    floor, cmi = [], []
-    for _ in range(runs):  # alternated, so that the machine's drift touches both alike
+    run(CMI, CMI_NATIVE="0")  # kernels compiled and the index cached: what every later worker finds
+    floor, cmi, cmi_numba = [], [], []
+    for _ in range(runs):  # alternated, so that the machine's drift touches all alike
         floor.append(run(FLOOR))
         cmi.append(run(CMI))
+        cmi_numba.append(run(CMI, CMI_NATIVE="0"))
 
     def median(results, phase):
         return statistics.median(r[phase] for r in results)
 
     print(f"fresh Python worker, median of {runs} runs (s):")
     for name, results, phases in (("floor", floor, ("imports", "first batch")),
-                                  ("cmi", cmi, ("imports", "index", "first batch"))):
+                                  ("cmi", cmi, ("imports", "index", "first batch")),
+                                  ("cmi numba", cmi_numba, ("imports", "index", "first batch"))):
         parts = ", ".join(f"{p} {median(results, p):.3f}" for p in phases)
-        print(f"  {name:5} whole {median(results, 'whole'):.3f} ({parts}); imports pandas: "
+        print(f"  {name:9} whole {median(results, 'whole'):.3f} ({parts}); imports pandas: "
               f"{results[0]['pandas']}, numba: {results[0]['numba']}")
-    print(f"  cmi / floor: {median(cmi, 'whole') / median(floor, 'whole'):.2f}; "
-          f"cmi - floor: {median(cmi, 'whole') - median(floor, 'whole'):.3f} s per worker")
+    for name, results in (("cmi", cmi), ("cmi numba", cmi_numba)):
+        print(f"  {name} / floor: {median(results, 'whole') / median(floor, 'whole'):.2f}; "
+              f"{name} - floor: {median(results, 'whole') - median(floor, 'whole'):.3f} s per worker")
 
 
 if __name__ == "__main__":

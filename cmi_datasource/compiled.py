@@ -11,24 +11,63 @@ pays its import (0.3 s) nor its compiler's set-up.
 
 Bounds checks are off, so a kernel must keep every index inside its arrays itself: each
 one says how, and the Python function that calls it checks the sizes it relies on.
+
+The kernels a warm read runs (hex of dumps, numeric, character and temporal fields) also exist in
+C, compiled when the package is built (``_native.c``; issue 30): ``@kernel(native="name")`` runs
+that twin instead, so that such a read imports no numba at all (0.35 s in each fresh Python
+worker). The numba kernel stays the reference the tests compare the C with, and runs instead
+when the extension is missing (built without a C compiler) or when the environment variable
+``CMI_NATIVE=0`` asks for it. This module alone decides which runs: callers do not change.
 """
 from __future__ import annotations
 
+import importlib
+import os
 import threading
+from types import ModuleType
+from typing import Any, Callable, Optional, Tuple
 
 _OPTIONS = dict(nogil=True, boundscheck=False, error_model="numpy")
 _LOCK = threading.RLock()
+
+
+_UNSET: Any = object()
+_native: Any = _UNSET
+
+
+def native_module() -> Optional[ModuleType]:
+    """The C kernels (``cmi_datasource._native``), or None when they are not built or
+    ``CMI_NATIVE=0`` asks for numba's. Decided once per process, at the first kernel call."""
+    global _native
+    if _native is _UNSET:
+        with _LOCK:
+            if _native is _UNSET:
+                if os.environ.get("CMI_NATIVE", "1").strip() == "0":
+                    _native = None
+                else:
+                    try:
+                        _native = importlib.import_module(f"{__package__}._native")
+                    except ImportError:  # built without a C compiler: numba's kernels
+                        _native = None
+    return _native
 
 
 class Kernel:
     """A function compiled by numba at its first call (``kernel`` below). Until then nothing of
     numba is imported; afterwards every call goes straight to numba's dispatcher, which also
     replaces this object in the module that defined it and in every module whose kernels call
-    it (numba compiles a kernel's calls to other kernels only when those are its dispatchers)."""
+    it (numba compiles a kernel's calls to other kernels only when those are its dispatchers).
 
-    def __init__(self, function):
+    A kernel with a C twin (``native``, called with ``native_args`` after the kernel's own
+    arguments) runs that twin when ``native_module()`` has it; it stays in its module's namespace,
+    and only Python calls it (a numba kernel cannot call C: ``_dispatcher_of`` refuses)."""
+
+    def __init__(self, function, native: Optional[str] = None, native_args: Tuple = ()):
         self.function = function
+        self.native = native
+        self.native_args = native_args
         self.dispatcher = None
+        self.chosen: Optional[Callable] = None
         self.__name__ = function.__name__
         self.__qualname__ = function.__qualname__
         self.__doc__ = function.__doc__
@@ -42,8 +81,18 @@ class Kernel:
                     self.dispatcher = _dispatcher_of(self.function)
         return self.dispatcher
 
+    def native_function(self) -> Optional[Callable]:
+        """The C twin of this kernel, with its ``native_args``; None when numba's kernel runs."""
+        module = native_module() if self.native is not None else None
+        if module is None or self.native is None:
+            return None
+        function, bound = getattr(module, self.native), self.native_args
+        return (lambda *args: function(*args, *bound)) if bound else function
+
     def __call__(self, *args):
-        return self.compiled()(*args)
+        if self.chosen is None:
+            self.chosen = self.native_function() or self.compiled()
+        return self.chosen(*args)
 
 
 def _dispatcher_of(function):
@@ -57,16 +106,22 @@ def _dispatcher_of(function):
     for name in function.__code__.co_names:
         called = namespace.get(name)
         if isinstance(called, Kernel):
+            if called.native is not None:
+                raise TypeError(f"kernel {function.__name__} calls {name}, which has a C twin: only Python may call it")
             namespace[name] = called.compiled()
     try:
         dispatcher = numba.njit(cache=True, **_OPTIONS)(function)
     except RuntimeError:  # numba: "cannot cache function ...: no locator available"
         dispatcher = numba.njit(cache=False, **_OPTIONS)(function)
-    if namespace.get(function.__name__) is not None and isinstance(namespace[function.__name__], Kernel):
+    defined = namespace.get(function.__name__)
+    if isinstance(defined, Kernel) and defined.native is None:
         namespace[function.__name__] = dispatcher
     return dispatcher
 
 
-def kernel(function) -> Kernel:
-    """``function`` compiled by numba on its first call (see ``Kernel``)."""
-    return Kernel(function)
+def kernel(function=None, *, native: Optional[str] = None, native_args: Tuple = ()):
+    """``function`` compiled by numba on its first call (see ``Kernel``); ``@kernel(native="name")``:
+    run by ``_native.name`` when the C kernels are there."""
+    if function is None:
+        return lambda defined: Kernel(defined, native, native_args)
+    return Kernel(function, native, native_args)

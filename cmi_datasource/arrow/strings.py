@@ -75,7 +75,7 @@ def _well_formed_utf8(data, at, n, lead_bytes):
     return True
 
 
-@kernel
+@kernel(native="trim_and_gather")
 def _trim_and_gather(flat, stride, count, offsets, widths, blank, utf8_bytes, utf8_length, ends, out, regions):
     """For each of ``count`` rows of ``stride`` bytes in ``flat`` and each field j (``widths[j]``
     bytes at ``offsets[j]``): the value without trailing blanks and NULs, appended to field j's
@@ -118,7 +118,7 @@ def _trim_and_gather(flat, stride, count, offsets, widths, blank, utf8_bytes, ut
             ends[j, i + one] = end - start
 
 
-@kernel
+@kernel(native="first_ill_formed")
 def _first_ill_formed(data, ends, lead_bytes):
     """The first value data[ends[i]:ends[i + 1]] that is not well-formed UTF-8, or -1."""
     for i in range(ends.shape[0] - 1):

@@ -464,7 +464,9 @@ _TEMPORAL_RANGES = {KIND_DATE: "outside the dates 0001-01-01 .. 9999-12-31",
 _LAST_NANOSECOND_OF_DAY = SECONDS_PER_DAY * 10 ** 9 - 1
 
 
-@kernel
+# The C twin takes the constants after the kernel's arguments: they are defined here only.
+@kernel(native="sas_to_arrow_time", native_args=(MIN_SAS_DAY, MAX_SAS_DAY, EPOCH_SHIFT_DAYS, EPOCH_SHIFT_SECONDS,
+                                                 SECONDS_PER_DAY, MAX_INTERVAL_SECONDS, _LAST_NANOSECOND_OF_DAY))
 def _sas_to_arrow_time(values, missing, kind, out):
     """SAS dates (days from 1960), datetimes (seconds from 1960), times of day (seconds from
     midnight) or elapsed times (seconds) as Arrow's date32 days, timestamp microseconds from 1970,

@@ -22,7 +22,7 @@ _EXPONENT_BITS = np.uint64(0x7FF0000000000000)
 _MANTISSA_BITS = np.uint64(0x000FFFFFFFFFFFFF)
 
 
-@kernel
+@kernel(native="gather_fields")
 def _gather_fields(flat, stride, count, offsets, widths, little_endian, bits, nan):
     """For each of ``count`` rows of ``stride`` bytes in ``flat`` and each field j (``widths[j]``
     bytes at ``offsets[j]``): the full 8-byte pattern in bits[j, row] (the stored high-order

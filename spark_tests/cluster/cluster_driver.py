@@ -42,6 +42,7 @@ def reporting_source(reports: str):
             import uuid
 
             import cmi_datasource
+            from cmi_datasource import compiled
             from pyspark import TaskContext
             count = 0
             for batch in super().read(partition):
@@ -56,7 +57,8 @@ def reporting_source(reports: str):
                 "cache": cache_report(),
                 "executable": sys.executable, "pythonpath": os.environ.get("PYTHONPATH", ""), "sys_path": sys.path,
                 "packages_on_path": [p for p in sys.path if os.path.isdir(os.path.join(p or ".", "cmi_datasource"))],
-                "numba_cached": len(glob.glob(os.path.join(package, "**", "__pycache__", "*.nbi"), recursive=True))}
+                "numba_cached": len(glob.glob(os.path.join(package, "**", "__pycache__", "*.nbi"), recursive=True)),
+                "native": getattr(compiled.native_module(), "__file__", None), "numba": "numba" in sys.modules}
             with open(os.path.join(reports, f"{uuid.uuid4().hex}.json"), "w") as f:
                 json.dump(report, f)
 

@@ -6,8 +6,9 @@ Everything here is started by the tests and stopped by them, failures included:
   gets no ``build/`` or ``egg-info`` from it, and stale files there cannot leak into the wheel).
 - ``executor_venv``: what a cluster node's Python is: a venv holding the main venv's packages
   (pyspark, numpy, numba, ...: symlinked, nothing is downloaded) except ``cmi_datasource`` and
-  ``pyspark_cmi``, which come from the wheel, installed with pip. Its site-packages are writable,
-  so numba caches the compiled kernels in ``__pycache__`` beside the installed modules.
+  ``pyspark_cmi``, which come from the wheel (with the C kernels it compiles), installed with pip.
+  Its site-packages are writable, so numba caches the kernels it compiles in ``__pycache__`` beside
+  the installed modules.
 - ``StandaloneCluster``: a master and workers started with Spark's own launcher
   (``bin/spark-class ...Master`` / ``...Worker``) of the pip-installed pyspark, on free 127.0.0.1
   ports, each worker with its own work dir, ``SPARK_LOCAL_DIRS``, ``TMPDIR`` (so its executors'
@@ -84,10 +85,10 @@ def build_wheel(out_dir: Path) -> Path:
                            "the test extras must install setuptools>=77")
     src = out_dir / "src"
     src.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md", "pyspark_cmi.py"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "pyspark_cmi.py"):
         shutil.copy2(ROOT / name, src / name)
     shutil.copytree(ROOT / "cmi_datasource", src / "cmi_datasource",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc"))
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc", "*.so"))
     dist = out_dir / "dist"
     run = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index",
                           "--no-build-isolation", "--wheel-dir", str(dist), str(src)],

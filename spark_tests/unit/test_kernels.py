@@ -341,7 +341,8 @@ def test_kernels_compile_without_a_writable_cache(monkeypatch):
 
 def test_planning_a_read_imports_no_numba():
     """numba is imported at a kernel's first call: a worker that only plans (Spark's discovery,
-    schema and partitions) never loads it."""
+    schema and partitions) never loads it. (CMI_NATIVE=0: the read runs numba's kernels, not their
+    C twins, which import no numba at all: test_native_kernels.py.)"""
     import subprocess
     import sys
     script = ("import sys\nimport pyspark_cmi\n"
@@ -352,5 +353,5 @@ def test_planning_a_read_imports_no_numba():
               "assert read([%r]).num_rows == 6 and 'numba' in sys.modules\n"
               % (os.path.join(SAMPLES, "mixed_types.dmp"), os.path.join(SAMPLES, "mixed_types.dmp")))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=ROOT))
+                          env=dict(os.environ, PYTHONPATH=ROOT, CMI_NATIVE="0"))
     assert done.returncode == 0, done.stderr[-2000:]

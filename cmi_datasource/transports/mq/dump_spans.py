@@ -86,7 +86,7 @@ def _decode_span(text, p, e, h, out, span_w, head_out, hw, digits, width, trust_
     return k, width
 
 
-@kernel
+@kernel(native="decode_spans")
 def _decode_spans(text, starts, ends, heads, first, out, w, head_out, hw, lengths):
     """Decode spans ``first``.. of ``text``; returns (failed span or len(starts), w, hw).
 

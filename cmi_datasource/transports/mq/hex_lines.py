@@ -168,7 +168,7 @@ def _x_run(text, pos, size, out, digits, trust_width):
     return end, written
 
 
-@kernel
+@kernel(native="x_run")
 def x_run(text, pos, size, out):
     """Decode the run of plain X lines (``X `` then an even number of hex digits, LF ends) that
     starts at text[pos] into out[0:]; returns (index of the last line's end, bytes written),

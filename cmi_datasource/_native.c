@@ -1,0 +1,766 @@
+/* The decode kernels of a warm read, compiled ahead of time (issue 30).
+
+   Each function here is the C twin of a numba kernel (the reference, which the tests compare
+   it with byte for byte); compiled.py decides which one runs. Being compiled when the package
+   is built, a fresh Python worker loads them with the package instead of importing numba and
+   its cache (0.35 s). Each releases the GIL while it works, as the numba kernels (nogil) do.
+
+   Arrays come through the buffer protocol (numpy arrays, bytes, bytearray): C-contiguous, of
+   the element type the kernel reads, which is checked. Unlike the numba kernels, which trust
+   their callers' bounds, every index written or read is checked here against its buffer,
+   before the loops where that is possible: a bad call raises ValueError, never touches memory
+   outside its buffers. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- buffers --------------------------------------------------------------------------- */
+
+enum { ANY_INT = 'i', ANY_UINT = 'u', FLOAT = 'f', BOOL = '?' };
+
+/* A C-contiguous buffer of `ndim` dimensions (0: any) whose items are `kind` of `itemsize`
+   bytes (itemsize 0: 4 or 8). Returns 0, or -1 with an exception set. */
+static int
+take(PyObject *obj, Py_buffer *view, const char *name, char kind, Py_ssize_t itemsize, int ndim, int writable)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_ND | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    const char *format = view->format ? view->format : "B";
+    while (*format == '@' || *format == '=' || *format == '<' || *format == '>' || *format == '!')
+        format++;
+    int ok = format[0] != 0 && format[1] == 0;
+    if (ok) {
+        switch (kind) {
+        case ANY_INT: ok = strchr("bhilqn", format[0]) != NULL; break;
+        case ANY_UINT: ok = strchr("BHILQNc", format[0]) != NULL; break;
+        case FLOAT: ok = format[0] == 'd'; break;
+        default: ok = format[0] == '?'; break;
+        }
+    }
+    ok = ok && (itemsize ? view->itemsize == itemsize : (view->itemsize == 4 || view->itemsize == 8));
+    ok = ok && (ndim == 0 || view->ndim == ndim);
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a %d-dimensional array of %c%zd, not format %s of %zd bytes, "
+                     "%d dimensions", name, ndim, kind, itemsize, view->format ? view->format : "B",
+                     view->itemsize, view->ndim);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static Py_ssize_t
+items(const Py_buffer *view)
+{
+    return view->len / view->itemsize;
+}
+
+/* Rows and columns of a 2-dimensional buffer. */
+static Py_ssize_t
+rows_of(const Py_buffer *view)
+{
+    return view->shape[0];
+}
+
+static Py_ssize_t
+columns_of(const Py_buffer *view)
+{
+    return view->shape[1];
+}
+
+static void
+release(Py_buffer *views, int n)
+{
+    for (int i = 0; i < n; i++)
+        PyBuffer_Release(&views[i]);
+}
+
+/* ---- hex lines (transports/mq/hex_lines.py) ---------------------------------------------- */
+
+/* The hex loops are compiled twice, for AVX2 and for any x86-64, and the machine's is chosen when
+   the module loads (GCC's function multi-versioning): numba compiles for the machine it runs on,
+   a wheel cannot. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#define FOR_THIS_MACHINE __attribute__((target_clones("avx2", "default")))
+#else
+#define FOR_THIS_MACHINE
+#endif
+
+#define DIGIT_BLOCK (1 << 15)
+#define NOT_HEX_IN_WORD 0x8080808080808080ULL
+#define OUT_OF_BOUNDS (-2)
+
+/* hex_lines.digit_value: the value of a hex digit, or'ed with 0x80 when it is none. */
+static inline uint8_t
+digit_value(uint8_t c)
+{
+    uint8_t not_hex = ((uint8_t)(c - 48) > 9) & ((uint8_t)((c | 0x20) - 97) > 5);
+    return (uint8_t)(((c & 0xF) + 9 * (c >> 6)) | (not_hex << 7));
+}
+
+typedef struct {
+    uint8_t *data;
+    Py_ssize_t size;
+} Out;
+
+/* hex_lines.decode_gathered. Returns the not-hex flags, or sets *bad when a write would leave
+   its buffer. */
+FOR_THIS_MACHINE static uint64_t
+decode_gathered(uint8_t *digits, Py_ssize_t count, Out head_out, Py_ssize_t head_at, Py_ssize_t head_bytes,
+                Out out, Py_ssize_t at, int *bad)
+{
+    Py_ssize_t padded = (count + 7) & ~(Py_ssize_t)7;
+    Py_ssize_t rest = (count >> 1) - head_bytes;
+    if (head_bytes < 0 || rest < 0 || padded > DIGIT_BLOCK + 8
+        || (head_bytes > 0 && (head_at < 0 || head_at > head_out.size - head_bytes))
+        || (rest > 0 && (at < 0 || at > out.size - rest))) {
+        *bad = 1;
+        return 0;
+    }
+    for (Py_ssize_t j = count; j < padded; j++)
+        digits[j] = 0;
+    for (Py_ssize_t j = 0; j < count; j++)
+        digits[j] = digit_value(digits[j]);
+    uint64_t flags = 0;
+    for (Py_ssize_t i = 0; i < padded; i += 8) {
+        uint64_t word;
+        memcpy(&word, digits + i, 8);
+        flags |= word;
+    }
+    uint8_t *to = head_out.data + head_at;
+    for (Py_ssize_t i = 0; i < head_bytes; i++)
+        to[i] = (uint8_t)((digits[2 * i] << 4) | digits[2 * i + 1]);
+    const uint8_t *from = digits + 2 * head_bytes;
+    to = out.data + at;
+    for (Py_ssize_t i = 0; i < rest; i++)
+        to[i] = (uint8_t)((from[2 * i] << 4) | from[2 * i + 1]);
+    return flags & NOT_HEX_IN_WORD;
+}
+
+/* hex_lines.decode_payload_bytes */
+static uint64_t
+decode_payload_bytes(uint8_t *digits, Py_ssize_t n, Py_ssize_t k, Py_ssize_t h, Out out, Py_ssize_t out_at,
+                     Out head_out, Py_ssize_t head_at, int *bad)
+{
+    Py_ssize_t to_head = h - k > 0 ? h - k : 0;
+    if (to_head > (n >> 1))
+        to_head = n >> 1;
+    return decode_gathered(digits, n, head_out, head_at + k, to_head, out, out_at + (k - h > 0 ? k - h : 0), bad);
+}
+
+/* hex_lines.gather: callers keep n + stop - q <= DIGIT_BLOCK, with q <= stop inside the text. */
+static inline Py_ssize_t
+gather(uint8_t *digits, Py_ssize_t n, const uint8_t *text, Py_ssize_t q, Py_ssize_t stop)
+{
+    memcpy(digits + n, text + q, (size_t)(stop - q));
+    return n + stop - q;
+}
+
+/* hex_lines.gather_past_block: returns the digits gathered; *k and *flags updated. */
+static Py_ssize_t
+gather_past_block(uint8_t *digits, Py_ssize_t n, const uint8_t *text, Py_ssize_t q, Py_ssize_t stop,
+                  Py_ssize_t *k, Py_ssize_t h, Out out, Py_ssize_t out_at, Out head_out, Py_ssize_t head_at,
+                  uint64_t *flags, int *bad)
+{
+    while (n + stop - q > DIGIT_BLOCK) {
+        Py_ssize_t take_ = DIGIT_BLOCK - n;
+        n = gather(digits, n, text, q, q + take_);
+        q += take_;
+        *flags |= decode_payload_bytes(digits, n, *k, h, out, out_at, head_out, head_at, bad);
+        if (*bad)
+            return 0;
+        *k += n >> 1;
+        n = 0;
+    }
+    return gather(digits, n, text, q, stop);
+}
+
+/* hex_lines.line_end */
+static inline Py_ssize_t
+line_end(const uint8_t *text, Py_ssize_t p, Py_ssize_t e)
+{
+    const uint8_t *found = p < e ? memchr(text + p, '\n', (size_t)(e - p)) : NULL;
+    return found ? found - text : (p < e ? e : p);
+}
+
+/* hex_lines._x_run: (end or -1, written); OUT_OF_BOUNDS when out is too small. */
+static Py_ssize_t
+x_run_pass(const uint8_t *text, Py_ssize_t pos, Py_ssize_t size, Out out, uint8_t *digits, int trust_width,
+           Py_ssize_t *written_out)
+{
+    Py_ssize_t p = pos, written = 0, end = -1, width = 0, n = 0;
+    uint64_t flags = 0;
+    int bad = 0;
+    *written_out = 0;
+    while (p < size && text[p] == 'X') {
+        if (p + 1 >= size || text[p + 1] != ' ')
+            return -1;
+        Py_ssize_t start = p + 2;
+        Py_ssize_t stop = start + width;
+        if (!(trust_width && stop + 1 < size && text[stop] == '\n' && text[stop + 1] == 'X')) {
+            stop = line_end(text, start, size);
+            if ((stop - start) & 1)
+                return -1;
+            width = stop - start;
+        }
+        if (n + stop - start <= DIGIT_BLOCK)
+            n = gather(digits, n, text, start, stop);
+        else
+            n = gather_past_block(digits, n, text, start, stop, &written, 0, out, 0, out, 0, &flags, &bad);
+        if (bad)
+            return OUT_OF_BOUNDS;
+        end = stop;
+        p = stop + 1;
+    }
+    flags |= decode_payload_bytes(digits, n, written, 0, out, 0, out, 0, &bad);
+    if (bad)
+        return OUT_OF_BOUNDS;
+    written += n >> 1;
+    if (flags)
+        return -1;
+    *written_out = written;
+    return end;
+}
+
+static PyObject *
+x_run(PyObject *self, PyObject *args)
+{
+    PyObject *text_obj, *out_obj;
+    Py_ssize_t pos, size;
+    if (!PyArg_ParseTuple(args, "OnnO:x_run", &text_obj, &pos, &size, &out_obj))
+        return NULL;
+    Py_buffer v[2];
+    if (take(text_obj, &v[0], "text", ANY_UINT, 1, 0, 0) < 0)
+        return NULL;
+    if (take(out_obj, &v[1], "out", ANY_UINT, 1, 0, 1) < 0) {
+        release(v, 1);
+        return NULL;
+    }
+    if (pos < 0 || size < pos || size > v[0].len) {
+        release(v, 2);
+        return PyErr_Format(PyExc_ValueError, "x_run: text[%zd:%zd] is outside a text of %zd bytes", pos, size,
+                            v[0].len);
+    }
+    uint8_t *digits = PyMem_RawMalloc(DIGIT_BLOCK + 8);
+    if (digits == NULL) {
+        release(v, 2);
+        return PyErr_NoMemory();
+    }
+    Out out = {v[1].buf, v[1].len};
+    Py_ssize_t end, written;
+    Py_BEGIN_ALLOW_THREADS
+    end = x_run_pass(v[0].buf, pos, size, out, digits, 1, &written);
+    if (end == -1)
+        end = x_run_pass(v[0].buf, pos, size, out, digits, 0, &written);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(digits);
+    release(v, 2);
+    if (end == OUT_OF_BOUNDS)
+        return PyErr_Format(PyExc_ValueError, "x_run: out (%zd bytes) is too small for the run", out.size);
+    if (end < 0)
+        written = 0;
+    return Py_BuildValue("nn", end, written);
+}
+
+/* ---- dump spans (transports/mq/dump_spans.py) ------------------------------------------------ */
+
+/* dump_spans._decode_span: the payload's length, -1 when the kernel does not take the span, or
+   OUT_OF_BOUNDS; *width updated as the numba kernel returns it. */
+static Py_ssize_t
+decode_span(const uint8_t *text, Py_ssize_t p, Py_ssize_t e, Py_ssize_t h, Out out, Py_ssize_t span_w,
+            Out head_out, Py_ssize_t hw, uint8_t *digits, Py_ssize_t *width_io, int trust_width)
+{
+    Py_ssize_t k = 0, n = 0, width = *width_io;
+    uint64_t flags = 0;
+    int data_seen = 0, bad = 0;
+    while (p < e) {
+        uint8_t c = text[p];
+        if (c == 'X') {
+            if (p + 1 >= e || text[p + 1] != ' ') {
+                *width_io = width;
+                return -1;
+            }
+            Py_ssize_t q = p + 2;
+            Py_ssize_t stop = q + width;
+            if (trust_width && stop + 1 < e && text[stop] == '\n' && text[stop + 1] == 'X') {
+                p = stop + 1;
+            } else {
+                stop = line_end(text, q, e);
+                p = stop + 1;
+                if (stop > q && text[stop - 1] == '\r')
+                    stop -= 1;
+                if ((stop - q) & 1) {
+                    *width_io = width;
+                    return -1;
+                }
+                width = stop - q;
+            }
+            if (n + stop - q <= DIGIT_BLOCK)
+                n = gather(digits, n, text, q, stop);
+            else
+                n = gather_past_block(digits, n, text, q, stop, &k, h, out, span_w, head_out, hw, &flags, &bad);
+            if (bad)
+                return OUT_OF_BOUNDS;
+            data_seen = 1;
+        } else if (c == '\n') {
+            p += 1;
+        } else if (c == '\r' && p + 1 < e && text[p + 1] == '\n') {
+            p += 2;
+        } else if (c == '*' || ((c == 'A' || c == 'N') && !data_seen)) {
+            p = line_end(text, p, e) + 1;
+        } else {
+            *width_io = width;
+            return -1;
+        }
+    }
+    flags |= decode_payload_bytes(digits, n, k, h, out, span_w, head_out, hw, &bad);
+    if (bad)
+        return OUT_OF_BOUNDS;
+    k += n >> 1;
+    *width_io = width;
+    if (flags || !data_seen)
+        return -1;
+    return k;
+}
+
+static PyObject *
+decode_spans(PyObject *self, PyObject *args)
+{
+    PyObject *objs[7];
+    Py_ssize_t first, w, hw;
+    if (!PyArg_ParseTuple(args, "OOOOnOnOnO:decode_spans", &objs[0], &objs[1], &objs[2], &objs[3], &first,
+                          &objs[4], &w, &objs[5], &hw, &objs[6]))
+        return NULL;
+    static const char *names[7] = {"text", "starts", "ends", "heads", "out", "head_out", "lengths"};
+    static const char kinds[7] = {ANY_UINT, ANY_INT, ANY_INT, ANY_INT, ANY_UINT, ANY_UINT, ANY_INT};
+    static const Py_ssize_t sizes[7] = {1, 8, 8, 8, 1, 1, 8};
+    static const int writable[7] = {0, 0, 0, 0, 1, 1, 1};
+    Py_buffer v[7];
+    for (int i = 0; i < 7; i++) {
+        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], 0, writable[i]) < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    const uint8_t *text = v[0].buf;
+    const int64_t *starts = v[1].buf, *ends = v[2].buf, *heads = v[3].buf;
+    int64_t *lengths = v[6].buf;
+    Py_ssize_t spans = items(&v[1]);
+    if (items(&v[2]) < spans || items(&v[3]) < spans || items(&v[6]) < spans || first < 0) {
+        release(v, 7);
+        return PyErr_Format(PyExc_ValueError, "decode_spans: ends, heads and lengths need %zd items each", spans);
+    }
+    for (Py_ssize_t s = first; s < spans; s++) {
+        if (starts[s] < 0 || ends[s] < starts[s] || ends[s] > v[0].len || heads[s] < 0) {
+            release(v, 7);
+            return PyErr_Format(PyExc_ValueError, "decode_spans: span %zd [%lld:%lld) lies outside a text of %zd "
+                                "bytes or has a negative head", s, (long long)starts[s], (long long)ends[s],
+                                v[0].len);
+        }
+    }
+    uint8_t *digits = PyMem_RawMalloc(DIGIT_BLOCK + 8);
+    if (digits == NULL) {
+        release(v, 7);
+        return PyErr_NoMemory();
+    }
+    Out out = {v[4].buf, v[4].len}, head_out = {v[5].buf, v[5].len};
+    Py_ssize_t s = first, width = 0, failed = spans;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; s < spans; s++) {
+        Py_ssize_t p = starts[s], e = ends[s], h = heads[s];
+        Py_ssize_t length = decode_span(text, p, e, h, out, w, head_out, hw, digits, &width, 1);
+        if (length == -1)
+            length = decode_span(text, p, e, h, out, w, head_out, hw, digits, &width, 0);
+        if (length == OUT_OF_BOUNDS) {
+            bad = 1;
+            break;
+        }
+        if (length < 0) {
+            failed = s;
+            break;
+        }
+        lengths[s] = length;
+        w += length - h > 0 ? length - h : 0;
+        hw += h;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(digits);
+    release(v, 7);
+    if (bad)
+        return PyErr_Format(PyExc_ValueError, "decode_spans: span %zd does not fit out (%zd bytes from %zd) or "
+                            "head_out (%zd from %zd)", s, out.size, w, head_out.size, hw);
+    return Py_BuildValue("nnn", failed, w, hw);
+}
+
+/* ---- character fields (arrow/strings.py) -------------------------------------------------- */
+
+/* strings._trim_and_gather's loops, the arrays apart (restrict: the compiler need not reload the
+   field table after each byte written). */
+FOR_THIS_MACHINE static void
+trim_and_gather_rows(const uint8_t *restrict flat, Py_ssize_t stride, Py_ssize_t count,
+                     const int64_t *restrict offsets, const int64_t *restrict widths, Py_ssize_t fields, int blank,
+                     const uint8_t *restrict utf8_bytes, Py_ssize_t table_width,
+                     const int64_t *restrict utf8_length, int64_t *restrict ends, Py_ssize_t ends_width,
+                     uint8_t *restrict out, const int64_t *restrict regions)
+{
+    for (Py_ssize_t j = 0; j < fields; j++)
+        ends[j * ends_width] = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const uint8_t *row = flat + i * stride;
+        for (Py_ssize_t j = 0; j < fields; j++) {
+            const uint8_t *at = row + offsets[j];
+            Py_ssize_t width = widths[j];
+            int64_t *field_ends = ends + j * ends_width;
+            uint8_t *start = out + regions[j];
+            uint8_t *end = start + field_ends[i];
+            if (utf8_bytes != NULL) {
+                Py_ssize_t n = width;
+                while (n > 0 && (at[n - 1] == blank || at[n - 1] == 0))
+                    n--;
+                for (Py_ssize_t k = 0; k < n; k++) {
+                    uint8_t b = at[k];
+                    int64_t size = utf8_length[b];
+                    for (int64_t m = 0; m < size; m++)
+                        end[m] = utf8_bytes[b * table_width + m];
+                    end += size;
+                }
+            } else {
+                /* The whole field copied (the blanks past the value are overwritten by the next one),
+                   then its end found from the back. */
+                memcpy(end, at, (size_t)width);
+                Py_ssize_t kept = width;
+                while (kept > 0 && (at[kept - 1] == blank || at[kept - 1] == 0))
+                    kept--;
+                end += kept;
+            }
+            field_ends[i + 1] = end - start;
+        }
+    }
+}
+
+static PyObject *
+trim_and_gather(PyObject *self, PyObject *args)
+{
+    PyObject *objs[8];
+    Py_ssize_t stride, count, blank;
+    if (!PyArg_ParseTuple(args, "OnnOOnOOOOO:trim_and_gather", &objs[0], &stride, &count, &objs[1], &objs[2],
+                          &blank, &objs[3], &objs[4], &objs[5], &objs[6], &objs[7]))
+        return NULL;
+    static const char *names[8] = {"flat", "offsets", "widths", "utf8_bytes", "utf8_length", "ends", "out",
+                                   "regions"};
+    static const char kinds[8] = {ANY_UINT, ANY_INT, ANY_INT, ANY_UINT, ANY_INT, ANY_INT, ANY_UINT, ANY_INT};
+    static const Py_ssize_t sizes[8] = {1, 8, 8, 1, 8, 8, 1, 8};
+    static const int dims[8] = {0, 1, 1, 2, 1, 2, 0, 1};
+    static const int writable[8] = {0, 0, 0, 0, 0, 1, 1, 0};
+    Py_buffer v[8];
+    for (int i = 0; i < 8; i++) {
+        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], dims[i], writable[i]) < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    const uint8_t *flat = v[0].buf, *utf8_bytes = v[3].buf;
+    const int64_t *offsets = v[1].buf, *widths = v[2].buf, *utf8_length = v[4].buf, *regions = v[7].buf;
+    int64_t *ends = v[5].buf;
+    uint8_t *out = v[6].buf;
+    Py_ssize_t fields = items(&v[1]), table_width = columns_of(&v[3]), ends_width = columns_of(&v[5]);
+    int translate = items(&v[4]) > 0;
+    const char *problem = NULL;
+    if (items(&v[2]) != fields || rows_of(&v[5]) < fields || items(&v[7]) < fields || count < 0 || stride < 0
+        || ends_width < count + 1 || (count && stride > v[0].len / count))
+        problem = "sizes do not match";
+    else if (translate && (items(&v[4]) < 256 || rows_of(&v[3]) < 256))
+        problem = "the code page table has fewer than 256 entries";
+    for (Py_ssize_t b = 0; translate && !problem && b < 256; b++)
+        if (utf8_length[b] < 0 || utf8_length[b] > table_width)
+            problem = "a code page entry is longer than the table";
+    for (Py_ssize_t j = 0; !problem && j < fields; j++) {
+        Py_ssize_t room = translate ? table_width : 1;
+        if (offsets[j] < 0 || widths[j] < 0 || widths[j] > stride - offsets[j] || regions[j] < 0
+            || (count && widths[j] > (v[6].len / room) / count)
+            || regions[j] > v[6].len - count * widths[j] * room)
+            problem = "a field lies outside the rows or its region outside out";
+    }
+    if (problem) {
+        release(v, 8);
+        return PyErr_Format(PyExc_ValueError, "trim_and_gather: %s", problem);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    trim_and_gather_rows(flat, stride, count, offsets, widths, fields, (int)blank, translate ? utf8_bytes : NULL,
+                         table_width, utf8_length, ends, ends_width, out, regions);
+    Py_END_ALLOW_THREADS
+    release(v, 8);
+    Py_RETURN_NONE;
+}
+
+/* strings._well_formed_utf8: whether data[0:n] is well-formed UTF-8 (Unicode table 3-7). */
+static int
+well_formed_utf8(const uint8_t *data, Py_ssize_t n, const uint8_t *lead_bytes)
+{
+    Py_ssize_t k = 0;
+    while (k < n) {
+        uint8_t b = data[k];
+        if (b < 0x80) {
+            k++;
+            continue;
+        }
+        Py_ssize_t follow = lead_bytes[3 * b];
+        if (follow == 0 || k + follow >= n)
+            return 0;
+        uint8_t second = data[k + 1];
+        if (second < lead_bytes[3 * b + 1] || second > lead_bytes[3 * b + 2])
+            return 0;
+        for (Py_ssize_t m = 2; m <= follow; m++) {
+            uint8_t c = data[k + m];
+            if (c < 0x80 || c > 0xBF)
+                return 0;
+        }
+        k += follow + 1;
+    }
+    return 1;
+}
+
+static PyObject *
+first_ill_formed(PyObject *self, PyObject *args)
+{
+    PyObject *objs[3];
+    if (!PyArg_ParseTuple(args, "OOO:first_ill_formed", &objs[0], &objs[1], &objs[2]))
+        return NULL;
+    static const char *names[3] = {"data", "ends", "lead_bytes"};
+    static const char kinds[3] = {ANY_UINT, ANY_INT, ANY_UINT};
+    static const Py_ssize_t sizes[3] = {1, 8, 1};
+    static const int dims[3] = {0, 1, 2};
+    Py_buffer v[3];
+    for (int i = 0; i < 3; i++) {
+        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], dims[i], 0) < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    const uint8_t *data = v[0].buf, *lead_bytes = v[2].buf;
+    const int64_t *ends = v[1].buf;
+    Py_ssize_t values = items(&v[1]) - 1;
+    const char *problem = rows_of(&v[2]) < 256 || columns_of(&v[2]) != 3 ? "lead_bytes must be 256 x 3" : NULL;
+    for (Py_ssize_t i = 0; !problem && i < values; i++)
+        if (ends[i] < 0 || ends[i + 1] < ends[i] || ends[i + 1] > v[0].len)
+            problem = "ends must rise inside data";
+    if (problem) {
+        release(v, 3);
+        return PyErr_Format(PyExc_ValueError, "first_ill_formed: %s", problem);
+    }
+    Py_ssize_t found = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < values; i++) {
+        if (!well_formed_utf8(data + ends[i], ends[i + 1] - ends[i], lead_bytes)) {
+            found = i;
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(v, 3);
+    return PyLong_FromSsize_t(found);
+}
+
+/* ---- SAS numbers (payload/sas_numbers.py) -------------------------------------------------- */
+
+#define EXPONENT_BITS 0x7FF0000000000000ULL
+#define MANTISSA_BITS 0x000FFFFFFFFFFFFFULL
+
+/* sas_numbers._gather_fields's loops, the arrays apart (restrict, as ``trim_and_gather_rows``). */
+FOR_THIS_MACHINE static void
+gather_field_rows(const uint8_t *restrict flat, Py_ssize_t stride, Py_ssize_t count,
+                  const int64_t *restrict offsets, const int64_t *restrict widths, Py_ssize_t fields,
+                  int little_endian, uint64_t *restrict bits, Py_ssize_t bits_width, uint8_t *restrict nan,
+                  Py_ssize_t nan_width)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const uint8_t *row = flat + i * stride;
+        for (Py_ssize_t j = 0; j < fields; j++) {
+            const uint8_t *at = row + offsets[j];
+            Py_ssize_t width = widths[j];
+            uint64_t value = 0;
+            if (width == 8) {  /* most SAS numerics: one load, byte-swapped when not in the machine's order */
+                memcpy(&value, at, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                if (!little_endian)
+                    value = __builtin_bswap64(value);
+#else
+                if (little_endian)
+                    value = __builtin_bswap64(value);
+#endif
+            } else if (little_endian) {
+                unsigned shift = 8 * (8 - (unsigned)width);
+                for (Py_ssize_t k = 0; k < width; k++, shift += 8)
+                    value |= (uint64_t)at[k] << shift;
+            } else {
+                unsigned shift = 56;
+                for (Py_ssize_t k = 0; k < width; k++, shift -= 8)
+                    value |= (uint64_t)at[k] << shift;
+            }
+            bits[j * bits_width + i] = value;
+            nan[j * nan_width + i] = (value & EXPONENT_BITS) == EXPONENT_BITS && (value & MANTISSA_BITS) != 0;
+        }
+    }
+}
+
+static PyObject *
+gather_fields(PyObject *self, PyObject *args)
+{
+    PyObject *objs[5];
+    Py_ssize_t stride, count;
+    int little_endian;
+    if (!PyArg_ParseTuple(args, "OnnOOpOO:gather_fields", &objs[0], &stride, &count, &objs[1], &objs[2],
+                          &little_endian, &objs[3], &objs[4]))
+        return NULL;
+    static const char *names[5] = {"flat", "offsets", "widths", "bits", "nan"};
+    static const char kinds[5] = {ANY_UINT, ANY_INT, ANY_INT, ANY_UINT, BOOL};
+    static const Py_ssize_t sizes[5] = {1, 8, 8, 8, 1};
+    static const int dims[5] = {0, 1, 1, 2, 2};
+    static const int writable[5] = {0, 0, 0, 1, 1};
+    Py_buffer v[5];
+    for (int i = 0; i < 5; i++) {
+        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], dims[i], writable[i]) < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    const uint8_t *flat = v[0].buf;
+    const int64_t *offsets = v[1].buf, *widths = v[2].buf;
+    uint64_t *bits = v[3].buf;
+    uint8_t *nan = v[4].buf;
+    Py_ssize_t fields = items(&v[1]), bits_width = columns_of(&v[3]), nan_width = columns_of(&v[4]);
+    const char *problem = NULL;
+    if (items(&v[2]) != fields || rows_of(&v[3]) < fields || rows_of(&v[4]) < fields || bits_width < count
+        || nan_width < count || count < 0 || stride < 0 || (count && stride > v[0].len / count))
+        problem = "sizes do not match";
+    for (Py_ssize_t j = 0; !problem && j < fields; j++)
+        if (offsets[j] < 0 || widths[j] < 0 || widths[j] > 8 || widths[j] > stride - offsets[j])
+            problem = "a field lies outside the rows or is longer than 8 bytes";
+    if (problem) {
+        release(v, 5);
+        return PyErr_Format(PyExc_ValueError, "gather_fields: %s", problem);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    gather_field_rows(flat, stride, count, offsets, widths, fields, little_endian, bits, bits_width, nan, nan_width);
+    Py_END_ALLOW_THREADS
+    release(v, 5);
+    Py_RETURN_NONE;
+}
+
+/* ---- SAS dates and times (payload/sas_dataset.py) ------------------------------------------- */
+
+/* Whole seconds and their fraction in microseconds apart, as the numba kernel computes them:
+   v * 1e6 would shift the microsecond of late datetimes. */
+static inline int64_t
+microseconds(double v)
+{
+    double whole = floor(v);
+    return (int64_t)((uint64_t)(int64_t)whole * 1000000u + (uint64_t)(int64_t)rint((v - whole) * 1e6));
+}
+
+typedef struct {
+    double min_sas_day, max_sas_day, per_day, max_interval_seconds;
+    int64_t epoch_shift_days, epoch_shift_seconds, last_nanosecond_of_day;
+} TimeConstants;
+
+/* One loop per kind and output width, so that no branch on either runs per value: each value
+   missing (0), out of range (its index returned) or converted. */
+#define CONVERT(IN_RANGE, VALUE)                                                                     \
+    do {                                                                                             \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                         \
+            double x = values[i];                                                                    \
+            if (missing[i]) {                                                                        \
+                if (out32) out32[i] = 0; else out64[i] = 0;                                          \
+                continue;                                                                            \
+            }                                                                                        \
+            if (!(IN_RANGE))                                                                         \
+                return i;                                                                            \
+            if (out32) out32[i] = (int32_t)(VALUE); else out64[i] = (VALUE);                         \
+        }                                                                                            \
+        return -1;                                                                                   \
+    } while (0)
+
+FOR_THIS_MACHINE static Py_ssize_t
+convert_times(const double *restrict values, const uint8_t *restrict missing, Py_ssize_t n, Py_ssize_t kind,
+              int32_t *restrict out32, int64_t *restrict out64, const TimeConstants *c)
+{
+    const double min_day = c->min_sas_day, max_day = c->max_sas_day, per_day = c->per_day;
+    const double max_interval = c->max_interval_seconds;
+    const int64_t shift_days = c->epoch_shift_days, shift_us = c->epoch_shift_seconds * 1000000;
+    const int64_t last_ns = c->last_nanosecond_of_day;
+    if (kind == 0)
+        CONVERT(min_day <= x && x < max_day + 1, (int64_t)floor(x) - shift_days);
+    if (kind == 1)
+        CONVERT(min_day * per_day <= x && x < (max_day + 1) * per_day, microseconds(x) - shift_us);
+    if (kind == 2)
+        CONVERT(0 <= x && x < per_day, (int64_t)rint(x * 1e9) < last_ns ? (int64_t)rint(x * 1e9) : last_ns);
+    CONVERT(-max_interval <= x && x <= max_interval, microseconds(x));
+}
+
+static PyObject *
+sas_to_arrow_time(PyObject *self, PyObject *args)
+{
+    PyObject *objs[3];
+    Py_ssize_t kind;
+    /* The constants of sas_dataset.py, passed after the numba kernel's arguments (compiled.py's
+       native_args), so that one place defines them. */
+    long long min_day, max_day, epoch_shift_days, epoch_shift_seconds, seconds_per_day, last_nanosecond_of_day;
+    double max_interval_seconds;
+    if (!PyArg_ParseTuple(args, "OOnOLLLLLdL:sas_to_arrow_time", &objs[0], &objs[1], &kind, &objs[2], &min_day,
+                          &max_day, &epoch_shift_days, &epoch_shift_seconds, &seconds_per_day,
+                          &max_interval_seconds, &last_nanosecond_of_day))
+        return NULL;
+    static const char *names[3] = {"values", "missing", "out"};
+    static const char kinds[3] = {FLOAT, BOOL, ANY_INT};
+    static const Py_ssize_t sizes[3] = {8, 1, 0};
+    static const int writable[3] = {0, 0, 1};
+    Py_buffer v[3];
+    for (int i = 0; i < 3; i++) {
+        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], 1, writable[i]) < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    const double *values = v[0].buf;
+    const uint8_t *missing = v[1].buf;
+    void *out = v[2].buf;
+    Py_ssize_t n = items(&v[0]), itemsize = v[2].itemsize;
+    if (items(&v[1]) < n || items(&v[2]) < n) {
+        release(v, 3);
+        return PyErr_Format(PyExc_ValueError, "sas_to_arrow_time: missing and out need %zd items", n);
+    }
+    Py_ssize_t bad = -1;
+    const TimeConstants constants = {(double)min_day, (double)max_day, (double)seconds_per_day, max_interval_seconds,
+                                     epoch_shift_days, epoch_shift_seconds, last_nanosecond_of_day};
+    Py_BEGIN_ALLOW_THREADS
+    bad = convert_times(values, missing, n, kind, itemsize == 4 ? out : NULL, itemsize == 4 ? NULL : out, &constants);
+    Py_END_ALLOW_THREADS
+    release(v, 3);
+    return PyLong_FromSsize_t(bad);
+}
+
+/* ---- module -------------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"x_run", x_run, METH_VARARGS, "hex_lines.x_run"},
+    {"decode_spans", decode_spans, METH_VARARGS, "dump_spans._decode_spans"},
+    {"trim_and_gather", trim_and_gather, METH_VARARGS, "strings._trim_and_gather"},
+    {"first_ill_formed", first_ill_formed, METH_VARARGS, "strings._first_ill_formed"},
+    {"gather_fields", gather_fields, METH_VARARGS, "sas_numbers._gather_fields"},
+    {"sas_to_arrow_time", sas_to_arrow_time, METH_VARARGS, "sas_dataset._sas_to_arrow_time"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native", "The decode kernels of a warm read compiled ahead of time (compiled.py).",
+    -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    return PyModule_Create(&module);
+}

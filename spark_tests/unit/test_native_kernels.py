@@ -1,0 +1,351 @@
+"""The C kernels (cmi_datasource/_native.c, issue 30) against their numba references.
+
+Each C kernel is run beside the numba kernel it replaces (``Kernel.compiled()``, the reference)
+on the same inputs, copies of the same output buffers filled alike, and must give the same
+return value and leave every output byte the same: on dumps written by the independent encoder
+and the samples, on hypothesis-made and garbled inputs, through every refusal (-1, a failed span,
+an ill-formed value, a date out of range). The extension must be built and used in the project's
+own environment (``make`` builds it in place): a broken build cannot pass for numba's kernels.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import independent_encoder as enc
+from cmi_datasource import compiled
+from cmi_datasource.arrow import strings
+from cmi_datasource.charsets import code_page
+from cmi_datasource.engine.write import DatasetToWrite, write_attachments_dump
+from cmi_datasource.payload import sas_dataset, sas_numbers
+from cmi_datasource.transports.mq import dump_spans, hex_lines
+from cmi_datasource.transports.mq.dmpmqmsg import parse_dump
+from conftest import ROOT, SAMPLES
+
+NATIVE_KERNELS = {hex_lines.x_run: "x_run", dump_spans._decode_spans: "decode_spans",
+                  strings._trim_and_gather: "trim_and_gather", strings._first_ill_formed: "first_ill_formed",
+                  sas_numbers._gather_fields: "gather_fields", sas_dataset._sas_to_arrow_time: "sas_to_arrow_time"}
+DUMPS = ("mixed_types.dmp", "big_endian_273_819.dmp", "zos_785_37.dmp", "nightly_batch.dmp", "files.dmp",
+         "seed000_external_file.dmp")
+
+
+def _twins(kernel, *args):
+    """(C result, numba result, C outputs, numba outputs): each array argument is copied for each
+    side, so that both start from the same bytes and what each writes can be compared."""
+    results, outputs = [], []
+    for run in (kernel.native_function(), kernel.compiled()):
+        copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        results.append(run(*copies))
+        outputs.append([c for c in copies if isinstance(c, np.ndarray)])
+    return results[0], results[1], outputs[0], outputs[1]
+
+
+def _same(kernel, *args):
+    native, reference, native_out, reference_out = _twins(kernel, *args)
+    assert native == reference
+    for a, b in zip(native_out, reference_out):
+        np.testing.assert_array_equal(a, b)
+    return native
+
+
+# ---- built and used ---------------------------------------------------------------------------------
+
+def test_the_c_kernels_are_built_and_run_by_default():
+    assert os.environ.get("CMI_NATIVE", "1") != "0", "the tests run with the C kernels"
+    native = compiled.native_module()
+    assert native is not None, "cmi_datasource._native is not built: run make (setup.py build_ext --inplace)"
+    assert os.path.dirname(native.__file__) == os.path.join(ROOT, "cmi_datasource"), native.__file__
+    for kernel, name in NATIVE_KERNELS.items():
+        assert kernel.native == name and kernel.native_function() is not None
+    sample = os.path.join(SAMPLES, "mixed_types.dmp")
+    from cmi_datasource import read
+    assert read(sample).num_rows == 6
+    assert dump_spans._decode_spans.chosen is native.decode_spans
+    assert sas_numbers._gather_fields.chosen is native.gather_fields
+
+
+_TWIN = compiled.kernel(native="x_run")(lambda: 0)
+
+
+def _calls_the_twin():
+    return _TWIN()
+
+
+def test_a_kernel_with_a_c_twin_cannot_be_called_by_a_numba_kernel():
+    # numba compiles a call to another kernel only when that is its dispatcher, which would replace
+    # the C twin for every Python caller of the module: refused.
+    with pytest.raises(TypeError, match="C twin"):
+        compiled._dispatcher_of(_calls_the_twin)
+
+
+def _fresh_read(paths, native):
+    script = ("import sys\nfrom cmi_datasource import read\n"
+              "rows = [read(p).num_rows for p in sys.argv[1:]]\n"
+              "print(rows, 'numba' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=ROOT, CMI_NATIVE="1" if native else "0")
+    done = subprocess.run([sys.executable, "-c", script, *paths], capture_output=True, text=True, timeout=180,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()[-1]
+
+
+def test_a_fresh_process_reads_a_dump_and_an_mqget_capture_without_numba(tmp_path):
+    table = pa.table({"name": ["a", "é", None], "x": [1.5, None, -2.0],
+                      "day": [dt.date(2001, 2, 3), None, dt.date(1960, 1, 1)],
+                      "at": pa.array([dt.datetime(2020, 5, 6, 7, 8, 9, 123456)] * 3, pa.timestamp("us"))})
+    mqget = tmp_path / "rows.mqget"
+    with open(mqget, "wb") as out:
+        write_attachments_dump(out, [DatasetToWrite(table, "WORK", "ROWS")], format="mqget")
+    paths = [os.path.join(SAMPLES, "mixed_types.dmp"), str(mqget)]
+    assert _fresh_read(paths, native=True) == "False"
+    assert _fresh_read(paths, native=False) == "True"  # CMI_NATIVE=0: numba's kernels
+
+
+# ---- hex of dumps ------------------------------------------------------------------------------------
+
+def _independent_dump(tmp_path, width, seed):
+    e = enc.Encoder(encoding=546, long_size=4, nul=True, seq_big_endian=True, ccsid=1208)
+    rows = [[i * 1.5, "row %d %s" % (i, "é" * (i % 3))] for i in range(40 + seed)]
+    variables = [enc.Var("X", "num", 8), enc.Var("NAME", "char", 12)]
+    msgs = e.transmission(b"\x11" * 24, b"\x22" * 24, b"app", [
+        e.dataset_attachment(b"K" * 16, "WORK", "T", variables, rows, max_payload=97 + seed)])
+    return enc.write_dump(tmp_path / f"indep{width}.dmp", msgs, width=width)
+
+
+def _dump_texts(tmp_path):
+    for name in DUMPS:
+        with open(os.path.join(SAMPLES, name), "rb") as f:
+            yield f.read()
+    for width, seed in ((25, 0), (16, 3), (1, 1), (4000, 2)):
+        with open(_independent_dump(tmp_path, width, seed), "rb") as f:
+            yield f.read()
+
+
+def _decode_spans_twins(text: bytes, spans, heads, first=0, room=5):
+    """``_decode_spans`` in C and numba over text, as dump_spans._decode_piece calls it; returns
+    the C kernel's result."""
+    starts = np.array([s for s, _ in spans], dtype=np.int64)
+    ends = np.array([e for _, e in spans], dtype=np.int64)
+    heads = np.array(heads, dtype=np.int64)
+    view = np.frombuffer(text, dtype=np.uint8)
+    out = np.full(room + int(((ends - starts) // 2).sum()), 0xA5, dtype=np.uint8)
+    head = np.full(int(heads.sum()), 0x5A, dtype=np.uint8)
+    lengths = np.full(len(spans), -7, dtype=np.int64)
+    return _same(dump_spans._decode_spans, view, starts, ends, heads, first, out, room, head, 0, lengths)
+
+
+def _spans(text):
+    return [(m.file_offset, m.file_end) for m in parse_dump(text, "x.dmp")]
+
+
+def test_dump_spans_decode_alike(tmp_path):
+    for text in _dump_texts(tmp_path):
+        spans = _spans(text)
+        assert spans
+        for heads in ([0] * len(spans), [4] * len(spans), [10 ** 6] * len(spans)):
+            done, _, _ = _decode_spans_twins(text, spans, heads)
+            assert done == len(spans)
+        assert _decode_spans_twins(text, spans, [1] * len(spans), first=len(spans) // 2)[0] == len(spans)
+
+
+def test_x_runs_decode_alike(tmp_path):
+    for text in _dump_texts(tmp_path):
+        view = np.frombuffer(text, dtype=np.uint8)
+        starts = [i for i in range(len(text)) if text[i:i + 2] == b"X " and (i == 0 or text[i - 1] == 10)]
+        for pos in starts[:200]:
+            end, written = _same(hex_lines.x_run, view, pos, len(text), np.zeros(len(text) // 2, np.uint8))
+            assert end > pos and written >= 0
+
+
+def test_a_message_larger_than_the_digit_block(tmp_path):
+    payload = bytes(range(256)) * 200  # 100 KiB of digits: three blocks
+    for width in (25, 3000, len(payload)):
+        text = b"A MST 8\n" + b"".join(b"X " + payload[i:i + width].hex().encode() + b"\n"
+                                        for i in range(0, len(payload), width))
+        assert _decode_spans_twins(text, [(0, len(text))], [100])[:1] == (1,)
+        at = text.index(b"X ")
+        out = np.zeros(len(text), np.uint8)
+        assert _same(hex_lines.x_run, np.frombuffer(text, np.uint8), at, len(text), out) == (len(text) - 1,
+                                                                                               len(payload))
+
+
+REFUSED = [b"A MST 8\nX 0G\n", b"A MST 8\nX 012\n", b"A MST 8\nX\n", b"A MST 8\nS text\n", b"A MST 8\n",
+           b"A MST 8\nX 00\nA CCS 1\n", b"A MST 8\nX 00\r\n\rX 00\n", b"X 00\nX 0\n\nX 00\n", b"N\nT abc\n",
+           b"X 0A\nX 0A0\n", b"X 0A0B\nX 0A\nX 0A0BZZ\n"]
+
+
+@pytest.mark.parametrize("text", REFUSED)
+def test_spans_and_runs_the_kernels_refuse_are_refused_alike(text):
+    done, w, hw = _decode_spans_twins(text, [(0, len(text))], [1])
+    assert (done, w, hw) == (0, 5, 0)
+    at = text.find(b"X ")
+    if at >= 0:
+        _same(hex_lines.x_run, np.frombuffer(text, np.uint8), at, len(text), np.zeros(len(text), np.uint8))
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(range(len(DUMPS))),
+       st.lists(st.tuples(st.integers(0, 10 ** 6), st.sampled_from(b"0aFGX \n\r*AN~<\x00\xff")), max_size=10),
+       st.integers(0, 64), st.integers(0, 50))
+@example(0, [(4220, ord("A"))], 0, 0)
+def test_garbled_dumps_decode_alike(which, edits, cut, head):
+    with open(os.path.join(SAMPLES, DUMPS[which]), "rb") as f:
+        good = f.read()
+    spans = _spans(good)
+    bad = bytearray(good)
+    for position, byte in edits:
+        bad[position % len(bad)] = byte
+    text = bytes(bad[:len(bad) - cut])
+    spans = [(s, min(e, len(text))) for s, e in spans if s <= len(text)]
+    _decode_spans_twins(text, spans, [head] * len(spans))
+    view = np.frombuffer(text, np.uint8)
+    for pos in [i for i in range(len(text) - 1) if text[i:i + 2] == b"X "][:40]:
+        _same(hex_lines.x_run, view, pos, len(text), np.zeros(len(text) // 2 + 1, np.uint8))
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=300), st.lists(st.tuples(st.integers(0, 300), st.integers(0, 300)), max_size=5),
+       st.integers(0, 8))
+def test_any_bytes_decode_alike(text, cuts, head):
+    text = b"A MST 8\nX " + text
+    spans = sorted((min(a, b) % (len(text) + 1), max(a, b) % (len(text) + 1)) for a, b in cuts) or [(0, len(text))]
+    spans = [(s, max(s, e)) for s, e in spans]
+    _decode_spans_twins(text, spans, [head] * len(spans))
+    _same(hex_lines.x_run, np.frombuffer(text, np.uint8), 8, len(text), np.zeros(len(text), np.uint8))
+
+
+def test_the_c_kernels_refuse_buffers_too_small_or_of_another_type():
+    text = b"X 0A0B\n"
+    view = np.frombuffer(text, np.uint8)
+    one = np.array([0], np.int64)
+    with pytest.raises(ValueError, match="does not fit"):
+        dump_spans._decode_spans.native_function()(view, one, np.array([7], np.int64), one, 0,
+                                                   np.zeros(1, np.uint8), 0, np.zeros(0, np.uint8), 0, one.copy())
+    with pytest.raises(ValueError, match="outside"):
+        dump_spans._decode_spans.native_function()(view, one, np.array([8], np.int64), one, 0,
+                                                   np.zeros(4, np.uint8), 0, np.zeros(0, np.uint8), 0, one.copy())
+    with pytest.raises(TypeError, match="starts"):
+        dump_spans._decode_spans.native_function()(view, one.astype(np.int32), one, one, 0,
+                                                   np.zeros(4, np.uint8), 0, np.zeros(0, np.uint8), 0, one.copy())
+    with pytest.raises(ValueError, match="too small"):
+        hex_lines.x_run.native_function()(view, 0, len(text), np.zeros(1, np.uint8))
+    with pytest.raises(ValueError, match="outside"):
+        hex_lines.x_run.native_function()(view, 0, len(text) + 1, np.zeros(9, np.uint8))
+    with pytest.raises(ValueError, match="outside"):
+        sas_numbers._gather_fields.native_function()(np.zeros(8, np.uint8), 8, 1, np.array([4], np.int64),
+                                                     np.array([8], np.int64), True, np.zeros((1, 1), np.uint64),
+                                                     np.zeros((1, 1), bool))
+    with pytest.raises(ValueError, match="outside"):
+        strings._trim_and_gather.native_function()(np.zeros(8, np.uint8), 8, 1, np.array([0], np.int64),
+                                                   np.array([8], np.int64), 32, *strings._NO_TABLE,
+                                                   np.zeros((1, 2), np.int64), np.zeros(7, np.uint8),
+                                                   np.array([0, 8], np.int64))
+    with pytest.raises(ValueError, match="rise inside"):
+        strings._first_ill_formed.native_function()(np.zeros(3, np.uint8), np.array([0, 4], np.int64),
+                                                    strings._UTF8_LEAD_BYTES)
+    with pytest.raises(TypeError, match="out"):
+        sas_dataset._sas_to_arrow_time.native_function()(np.zeros(2), np.zeros(2, bool), 0, np.zeros(2))
+
+
+# ---- numeric, character and temporal fields --------------------------------------------------------------
+
+@settings(max_examples=200)
+@given(st.binary(min_size=1, max_size=400), st.integers(1, 40), st.data())
+def test_number_fields_gather_alike(data, stride, draw):
+    count = len(data) // stride
+    flat = np.frombuffer(data[:count * stride], np.uint8)
+    fields = draw.draw(st.lists(st.tuples(st.integers(0, stride - 1), st.integers(1, 8)), max_size=6))
+    fields = [(o, min(w, stride - o)) for o, w in fields if stride - o >= 1]
+    offsets = np.array([o for o, _ in fields], np.int64)
+    widths = np.array([w for _, w in fields], np.int64)
+    for little in (True, False):
+        bits = np.full((len(fields), count), 3, np.uint64)
+        nan = np.zeros((len(fields), count), bool)
+        _same(sas_numbers._gather_fields, flat, stride, count, offsets, widths, little, bits, nan)
+
+
+def test_number_fields_of_nan_patterns_gather_alike():
+    values = np.array([np.nan, -np.inf, 1.0, 0.0, -0.0], np.float64)
+    patterns = np.concatenate([values.view(np.uint64), [0x7FF0000000000001, 0xFFF8000000000000, 0x7FF0000000000000]])
+    for order in ("<u8", ">u8"):
+        flat = patterns.astype(order).view(np.uint8)
+        bits, nan = np.zeros((1, len(patterns)), np.uint64), np.zeros((1, len(patterns)), bool)
+        _same(sas_numbers._gather_fields, flat, 8, len(patterns), np.array([0], np.int64), np.array([8], np.int64),
+              order == "<u8", bits, nan)
+
+
+CODE_PAGES = (1208, 37, 819, 273, 1047)
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=300), st.integers(1, 30), st.sampled_from(CODE_PAGES), st.data())
+def test_character_fields_gather_alike(data, stride, ccsid, draw):
+    count = len(data) // stride
+    # Blanks and NULs are what trimming looks at: make plenty of them.
+    flat = np.frombuffer(data[:count * stride], np.uint8).copy()
+    codepage = code_page(ccsid)
+    flat[flat % 3 == 0] = codepage.space
+    flat[flat % 7 == 1] = 0
+    fields = draw.draw(st.lists(st.tuples(st.integers(0, stride - 1), st.integers(0, stride)), max_size=5))
+    fields = [(o, min(w, stride - o)) for o, w in fields]
+    offsets = np.array([o for o, _ in fields], np.int64)
+    widths = np.array([w for _, w in fields], np.int64)
+    expansion = 1 if codepage.is_utf8 else 4
+    regions = np.concatenate([[0], np.cumsum(count * widths * expansion)]).astype(np.int64)
+    table = strings._NO_TABLE if codepage.is_utf8 else (codepage.utf8_bytes, codepage.utf8_length)
+    ends = np.full((len(fields), count + 1), -1, np.int64)
+    out = np.full(int(regions[-1]), 0xEE, np.uint8)
+    _same(strings._trim_and_gather, flat, stride, count, offsets, widths, codepage.space, table[0], table[1], ends,
+          out, regions)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(st.text(max_size=6).map(lambda t: t.encode()), st.binary(max_size=6)), max_size=12))
+@example([b"ok", b"\xe0\x80\x80"])  # overlong
+@example([b"\xed\xa0\x80"])  # a surrogate
+@example([b"\xf4\x90\x80\x80", b"a"])  # past U+10FFFF
+@example([b"\xc3", b"\xa9"])  # a character cut between two values
+def test_utf8_values_are_checked_alike(values):
+    data = np.frombuffer(b"".join(values), np.uint8)
+    ends = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
+    found = _same(strings._first_ill_formed, data, ends, strings._UTF8_LEAD_BYTES)
+    expected = -1
+    for i, v in enumerate(values):
+        try:
+            v.decode("utf-8")
+        except UnicodeDecodeError:
+            expected = i
+            break
+    assert found == expected
+
+
+LIMITS = [sas_dataset.MIN_SAS_DAY, sas_dataset.MAX_SAS_DAY + 1, sas_dataset.MIN_SAS_DAY * 86400.0,
+          (sas_dataset.MAX_SAS_DAY + 1) * 86400.0, 86400.0, sas_dataset.MAX_INTERVAL_SECONDS]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                          st.sampled_from(LIMITS).flatmap(lambda x: st.sampled_from([x, -x, np.nextafter(x, 0),
+                                                                                     np.nextafter(x, 2 * x)])),
+                          st.floats(-1e6, 1e6), st.floats(0, 86400), st.floats(-3e11, 3e11)), max_size=20),
+       st.lists(st.booleans(), max_size=20), st.integers(0, 3))
+def test_dates_and_times_convert_alike(values, missing, kind):
+    values = np.array(values, np.float64)
+    missing = np.array((missing + [False] * len(values))[:len(values)], bool)
+    out = np.full(len(values), 77, np.int32 if kind == 0 else np.int64)
+    _same(sas_dataset._sas_to_arrow_time, values, missing, kind, out)
+
+
+def test_values_out_of_range_are_found_alike():
+    for kind, bad in ((0, sas_dataset.MAX_SAS_DAY + 1), (1, -1e20), (2, 86400.0), (3, np.inf), (3, np.nan)):
+        values = np.array([1.0, 2.5, bad, 3.0])
+        out = np.zeros(4, np.int32 if kind == 0 else np.int64)
+        assert _same(sas_dataset._sas_to_arrow_time, values, np.zeros(4, bool), kind, out) == 2
