@@ -147,15 +147,8 @@ class PhysicalMessage:
         if damage is not None and damage.location.message_index is not None:
             damage = dataclasses.replace(damage, location=dataclasses.replace(
                 damage.location, message_index=damage.location.message_index + by))
-        origin = self.origin
-        # A copy of the instance's fields with two changed, not ``dataclasses.replace``: every message
-        # of a large file read in pieces is renumbered, and replace (which runs __init__ and checks
-        # each field) took a quarter of a second of a 20,000-message index, on the thread that waits
-        # for the pieces. The fields are the same objects, as replace would give them.
-        moved = object.__new__(type(self))
-        moved.__dict__.update(self.__dict__, damage=damage,
-                              origin=Origin(origin.source, origin.message_index + by, *origin[2:]))
-        return moved
+        origin = self.origin._replace(message_index=self.origin.message_index + by)
+        return dataclasses.replace(self, origin=origin, damage=damage)
 
 
 @dataclass(frozen=True)
