@@ -362,10 +362,26 @@ def entry_name(key: tuple) -> str:
     return hashlib.sha256(repr((__version__, code_fingerprint(), key)).encode()).hexdigest() + ENTRY_SUFFIX
 
 
-def _tag(secret: bytes, name: str, payload) -> bytes:
-    mac = hmac.new(secret, name.encode() + b"\0", hashlib.sha256)
-    mac.update(payload)
-    return mac.digest()
+def _mac(secret: bytes, name: str) -> "hmac.HMAC":
+    """What authenticates the entry ``name``: its tag is this MAC of the pickle that follows it."""
+    return hmac.new(secret, name.encode() + b"\0", hashlib.sha256)
+
+
+# Entries are written and read a piece at a time: a 20M-row dump's index pickles to 46 MB, which
+# held whole beside the index (or the index beside the file read whole) was the high-water mark
+# of the process that planned or loaded it.
+_PIECE_BYTES = 1 << 20
+
+
+class _Tagging:
+    """A file to pickle into that feeds what it is given to the entry's MAC on the way."""
+
+    def __init__(self, f: Any, mac: "hmac.HMAC"):
+        self.f, self.mac = f, mac
+
+    def write(self, piece: Any) -> int:
+        self.mac.update(piece)
+        return self.f.write(piece)
 
 
 def _secret(directory: _Directory) -> bytes:
@@ -394,7 +410,8 @@ def _secret(directory: _Directory) -> bytes:
 def _make_secret(directory: _Directory) -> None:
     """A new key, written whole under a temporary name and linked to its name, so a process
     reading it never sees part of it and two making one at once keep the first."""
-    temp = _write_temporary(directory, KEY_FILE, secrets.token_bytes(KEY_BYTES))
+    key = secrets.token_bytes(KEY_BYTES)
+    temp = _write_temporary(directory, KEY_FILE, lambda f: f.write(key))
     try:
         directory.link(temp, KEY_FILE)
     except FileExistsError:
@@ -409,15 +426,14 @@ def _make_secret(directory: _Directory) -> None:
             directory.unlink(temp)
 
 
-def _write_temporary(directory: _Directory, name: str, *pieces) -> str:
-    """A new file (``O_EXCL``, mode 0600) beside ``name`` holding ``pieces``; its name. A write
-    that fails removes it."""
+def _write_temporary(directory: _Directory, name: str, write: Callable[[Any], Any]) -> str:
+    """A new file (``O_EXCL``, mode 0600) beside ``name`` holding what ``write(file)`` writes; its
+    name. A write that fails removes it."""
     temp = f".{name}.{secrets.token_hex(8)}{TEMP_SUFFIX}"
     fd = directory.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
-            for piece in pieces:
-                f.write(piece)
+            write(f)
     except BaseException:
         with contextlib.suppress(OSError):
             directory.unlink(temp)
@@ -437,23 +453,36 @@ def load(key: tuple, kind: type) -> Any:
             secret = _secret(directory)
             fd = directory.open(name, os.O_RDONLY)
             with os.fdopen(fd, "rb") as f:
-                data = f.read() if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else b""
+                if not _authentic(f, _mac(secret, name)):
+                    with contextlib.suppress(OSError):  # not ours (or made under another key): never read
+                        directory.unlink(name)
+                    return None
+                # Read again from the same open file, past its tag: an entry is never rewritten in
+                # place (``store`` renames a new file over it), so these are the bytes authenticated.
+                f.seek(len(MAGIC) + TAG_BYTES)
+                try:
+                    found = pickle.load(f)
+                except Exception:  # ours, but unreadable by this code: a miss, as a missing entry is
+                    return None
         except NotPrivate as e:
             _warn_once(f"{e}; the cache is not used")
             return None
         except OSError:
             return None
-        body = memoryview(data)[len(MAGIC) + TAG_BYTES:]
-        if not (data.startswith(MAGIC) and hmac.compare_digest(
-                _tag(secret, name, body), data[len(MAGIC):len(MAGIC) + TAG_BYTES])):
-            with contextlib.suppress(OSError):  # not ours (or made under another key): never read
-                directory.unlink(name)
-            return None
-        try:
-            found = pickle.loads(body)
-        except Exception:  # ours, but unreadable by this code: a miss, as a missing entry is
-            return None
     return found if isinstance(found, kind) else None
+
+
+def _authentic(f: Any, mac: "hmac.HMAC") -> bool:
+    """Whether the open entry ``f`` is a regular file of this cache whose tag is ``mac`` of the
+    rest, read a piece at a time."""
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        return False
+    head = f.read(len(MAGIC) + TAG_BYTES)
+    if len(head) < len(MAGIC) + TAG_BYTES or not head.startswith(MAGIC):
+        return False
+    for piece in iter(lambda: f.read(_PIECE_BYTES), b""):
+        mac.update(piece)
+    return hmac.compare_digest(mac.digest(), head[len(MAGIC):])
 
 
 def store(key: tuple, value: Any) -> None:
@@ -465,10 +494,9 @@ def store(key: tuple, value: Any) -> None:
         return
     with directory:
         name = entry_name(key)
-        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             secret = _secret(directory)
-            temp = _write_temporary(directory, name, MAGIC, _tag(secret, name, payload), payload)
+            temp = _write_temporary(directory, name, lambda f: _write_entry(f, _mac(secret, name), value))
             try:
                 directory.replace(temp, name)
             except BaseException:
@@ -483,6 +511,15 @@ def store(key: tuple, value: Any) -> None:
             _warn_once(f"{e}; the cache is not used")
         except OSError:
             pass
+
+
+def _write_entry(f: Any, mac: "hmac.HMAC", value: Any) -> None:
+    """MAGIC, the tag, then ``value`` pickled a frame at a time (the tag written last, in the
+    room left for it)."""
+    f.write(MAGIC + bytes(TAG_BYTES))
+    pickle.dump(value, _Tagging(f, mac), protocol=pickle.HIGHEST_PROTOCOL)
+    f.seek(len(MAGIC))
+    f.write(mac.digest())
 
 
 def _prune(directory: _Directory) -> None:

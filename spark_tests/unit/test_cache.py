@@ -336,3 +336,27 @@ def test_a_live_send_stages_in_a_private_folder(fresh, monkeypatch, caplog):
     assert os.path.dirname(elsewhere) == str(fresh / "temp") and private(elsewhere)
     assert os.listdir(os.path.dirname(staged)) == []
     assert any("mode 0777" in r.getMessage() for r in caplog.records)
+
+
+def test_an_entry_larger_than_a_piece_round_trips_and_cut_short_is_rejected(fresh, monkeypatch):
+    # Entries are pickled into the file and authenticated a piece at a time (_PIECE_BYTES).
+    directory = fresh / "cache"
+    monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(directory))
+    value = [os.urandom(1000) for _ in range(3 * cache._PIECE_BYTES // 1000)]
+    cache.store(("big",), value)
+    entry = directory / cache.entry_name(("big",))
+    data = entry.read_bytes()
+    assert len(data) > 3 * cache._PIECE_BYTES
+    # The tag, written after the pickle, is the MAC of every byte that follows it.
+    head = len(cache.MAGIC) + cache.TAG_BYTES
+    opened = cache._opened()
+    with opened:
+        mac = cache._mac(cache._secret(opened), entry.name)
+    mac.update(data[head:])
+    assert data.startswith(cache.MAGIC) and data[len(cache.MAGIC):head] == mac.digest()
+    assert pickle.loads(data[head:]) == value
+    assert cache.load(("big",), list) == value
+    entry.write_bytes(data[:-cache._PIECE_BYTES])
+    assert cache.load(("big",), list) is None and not entry.exists()
+    entry.write_bytes(data[:head - 1])
+    assert cache.load(("big",), list) is None and not entry.exists()

@@ -331,6 +331,17 @@ def test_unknown_attribute_code():
     assert e.value.offset == data.index(b"A ZZZ")
 
 
+def test_a_bad_attribute_line_among_cached_ones_is_named_at_its_offset_with_either_line_end():
+    # A message's attribute lines are looked up in the parse cache in one pass and only the lines it
+    # lacks are parsed: the bad one, after lines already cached, is still named where it is.
+    for data in (b"A MST 8\nA ENC 546\nX 41\n\nA MST 8\nA ENC 546\nA CCS x\nX 00\n",
+                 b"A MST 8\r\nA ENC 546\r\nX 41\r\n\r\nA MST 8\r\nA ENC 546\r\nA CCS x\r\nX 00\r\n"):
+        with pytest.raises(DumpSyntaxError) as e:
+            parse(data)
+        assert "CCS" in str(e.value)
+        assert (e.value.message_index, e.value.offset) == (1, data.index(b"A CCS"))
+
+
 def test_data_line_before_any_attribute_line():
     for line in (b"X 41", b'S "A"', b"T A"):
         data = HEADER + line + b"\n"

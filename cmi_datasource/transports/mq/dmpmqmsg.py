@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import time
+from itertools import accumulate
 from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -155,17 +156,44 @@ def _parse_attribute(line: bytes, where: Location) -> Optional[Tuple[str, object
 # Most attribute lines repeat from message to message (MST, ENC, CCS, FMT...): parse each once.
 _ATTRIBUTE_CACHE: dict = {}
 _ATTRIBUTE_CACHE_LIMIT = 50_000
+_NOWHERE = Location()  # what a line parsed before any error is known stands at
 
 
 def _attribute(line: bytes, source: str, index: int, offset: int) -> Optional[Tuple[str, object]]:
     try:
         return _ATTRIBUTE_CACHE[line]
     except KeyError:
-        parsed = _parse_attribute(line, Location(source, index, offset))
+        try:
+            parsed = _parse_attribute(line, _NOWHERE)
+        except DumpSyntaxError:  # parsed again where it is: the place is made only for an error
+            parsed = _parse_attribute(line, Location(source, index, offset))
         if len(_ATTRIBUTE_CACHE) >= _ATTRIBUTE_CACHE_LIMIT:
             _ATTRIBUTE_CACHE.clear()
         _ATTRIBUTE_CACHE[line] = parsed
         return parsed
+
+
+_UNCACHED = object()
+
+
+def _attribute_block(text: bytes, source: str, index: int, offset: int) -> List[Tuple[str, object]]:
+    """(field name, value) of each line of ``text``, a block of attribute lines starting at file
+    offset ``offset``, that gives one. The lines are looked up in the cache in one pass and only
+    those it lacks (a message's MsgId, its put time) are parsed one by one: looked up a line at a
+    time, the 28 lines of each message took a third of the time of indexing a dump."""
+    raw_lines = text.split(b"\n")
+    if b"\r" in text:  # CRLF line ends: each line is looked up and parsed without its CR
+        found = [_UNCACHED] * len(raw_lines)
+    else:
+        cached = _ATTRIBUTE_CACHE.get
+        found = [cached(raw, _UNCACHED) for raw in raw_lines]
+    missing = [i for i, parsed in enumerate(found) if parsed is _UNCACHED]
+    if missing:
+        starts = list(accumulate((len(raw) + 1 for raw in raw_lines), initial=offset))
+        for i in missing:
+            raw = raw_lines[i]
+            found[i] = _attribute(raw[:-1] if raw.endswith(b"\r") else raw, source, index, starts[i])
+    return [parsed for parsed in found if parsed is not None]
 
 
 def _parse_string_line(line: bytes, where: Location) -> bytes:
@@ -282,20 +310,13 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
                                       Location(source, index, offset))
             if tag == b"A":
                 # The whole block of attribute lines at once, each line looked up in the cache.
-                raw_lines = [data[offset - base_offset:end]]
                 block = _ATTRIBUTE_BLOCK.match(data, pos, size)
-                if block:
-                    raw_lines += block.group(0).split(b"\n")[:-1]
+                block_end = end if block is None else block.end() - 1  # the last line's LF
+                if block is not None:
                     pos = block.end()
-                attributes = record.attributes
-                line_offset = offset
-                for raw in raw_lines:
-                    attribute_line = raw[:-1] if raw.endswith(b"\r") else raw
-                    parsed = _attribute(attribute_line, source, index, line_offset)
-                    if parsed is not None:
-                        attributes[parsed[0]] = parsed[1]
-                    last_line_start = line_offset + len(attribute_line)
-                    line_offset += len(raw) + 1
+                text = data[offset - base_offset:block_end]
+                record.attributes.update(_attribute_block(text, source, index, offset))
+                last_line_start = base_offset + block_end - text.endswith(b"\r")
                 record.has_descriptor = True
                 continue
             last_line_start = offset + len(line)

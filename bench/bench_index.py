@@ -1,0 +1,69 @@
+"""The message index of a dump never seen, in a fresh process: how long planning takes and the
+process's memory high-water (issue 30, targets 2 and 6 of ``make bench``).
+
+    .venv/bin/python bench/bench_index.py DUMP [DUMP ...] [--profile]
+
+Each DUMP is ``touch``ed first (a new ctime: a new index key, so the index is built, not loaded
+from the disk cache), then planned by ``reading.plan`` in a child process that reports its time,
+its CPU time (user and system, all threads: the machine is shared, wall times are noisy) and its
+``ru_maxrss``. Runs alternate between dumps when several are given. ``--warm``: the same, in a second process
+that finds the index the first stored in the disk cache (what a warm read's planning does).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, resource, sys, time
+path, profile = sys.argv[1], sys.argv[2] == "1"
+import cmi_datasource
+from cmi_datasource.engine import reading, index
+from cmi_datasource.transports import capture_format
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+fmt = capture_format("dmpmqmsg")
+started = time.perf_counter()
+if profile:  # the index alone, profiled; the plan then finds it in memory
+    import cProfile, pstats
+    cProfile.run("index.indexed(path, fmt)", "/tmp/bench_index.prof")
+    pstats.Stats("/tmp/bench_index.prof").sort_stats("tottime").print_stats(18)
+plan = reading.plan(reading.load_of([path]))
+planned = time.perf_counter()
+used = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"plan_s": planned - started, "cpu_s": used.ru_utime + used.ru_stime,
+                  "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "imported_mb": before / 1024}))
+"""
+
+
+def run_once(path: str, profile: bool, env: dict, warm: bool = False) -> dict:
+    os.utime(path)  # a new ctime: the index key changes
+    runs = 2 if warm else 1  # warm: the second process finds the index the first stored on disk
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-c", CHILD, path, "1" if profile else "0"], env=env,
+                              capture_output=True, text=True, check=True)
+    if profile:
+        print(done.stdout)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dumps", nargs="+")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--warm", action="store_true", help="plan with the index already in the disk cache")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, CMI_DATASOURCE_CACHE=cache)
+        for _ in range(args.repeat):
+            for path in args.dumps:
+                print(path, json.dumps(run_once(path, args.profile, env, args.warm)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
