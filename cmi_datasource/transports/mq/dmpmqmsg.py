@@ -455,7 +455,7 @@ def format_message(descriptor: Optional[MQMD], payload: bytes, index: Optional[i
 
 # Message text formatted at a time on a work thread (the payload bytes of a group of messages):
 # hex digits by the compiled kernel, which releases the GIL, while this thread writes.
-FORMAT_GROUP_BYTES = 2 << 20
+FORMAT_GROUP_BYTES = 512 << 10
 
 
 def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[MQMD], bytes]], *,
