@@ -43,7 +43,8 @@ def ordered_map(work: Callable[[_Item], _Result], items: Iterable[_Item]) -> Ite
     calling thread, results come in the order of ``items``, and at most WORK_THREADS + 1 items are
     in work or waiting to be taken, so that memory stays bounded by a few items whatever their
     number. ``work``'s exception is raised here, for the first item that fails; the work not yet
-    started is then dropped."""
+    started is then dropped. ``work`` must not wait for other work of the pool (an ordered_map
+    inside it): with every thread waiting, none would be left to do it."""
     if WORK_THREADS < 2:
         yield from map(work, items)
         return
