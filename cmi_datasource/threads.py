@@ -40,11 +40,12 @@ os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 def ordered_map(work: Callable[[_Item], _Result], items: Iterable[_Item]) -> Iterator[_Result]:
     """``map(work, items)``, the calls spread over WORK_THREADS threads: ``items`` is drawn on the
-    calling thread, results come in the order of ``items``, and at most WORK_THREADS + 1 items are
-    in work or waiting to be taken, so that memory stays bounded by a few items whatever their
-    number. ``work``'s exception is raised here, for the first item that fails; the work not yet
-    started is then dropped. ``work`` must not wait for other work of the pool (an ordered_map
-    inside it): with every thread waiting, none would be left to do it."""
+    calling thread, results come in the order of ``items``, each as soon as it and those before it
+    are done, and at most WORK_THREADS + 1 items are in work or waiting to be taken, so that
+    memory stays bounded by a few items whatever their number. ``work``'s exception is raised
+    here, for the first item that fails; the work not yet started is then dropped. ``work`` must
+    not wait for other work of the pool (an ordered_map inside it): with every thread waiting,
+    none would be left to do it."""
     if WORK_THREADS < 2:
         yield from map(work, items)
         return
@@ -53,7 +54,9 @@ def ordered_map(work: Callable[[_Item], _Result], items: Iterable[_Item]) -> Ite
     try:
         for item in items:
             pending.append(pool.submit(work, item))
-            if len(pending) > WORK_THREADS:
+            # Results are taken as soon as they are done (what they say reaches the file early),
+            # and waited for only when WORK_THREADS + 1 items are out.
+            while pending and (len(pending) > WORK_THREADS or pending[0].done()):
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
