@@ -7,8 +7,9 @@ variables (types, names). Tasks stream their partition to an Arrow spill file un
 lossyNumbers) and report row counts and the longest encoded value of each string column
 (SAS character widths are fixed, so they must be known before the first observation is
 encoded). The commit then streams the spills, in partition order, through the
-codec into one dump, renames it into place and removes the staging folder;
-``abort`` removes it too. Memory stays bounded by one batch, whatever the row count.
+codec into one dump (encoded on the work threads of ``threads.py``, in order), renames it into
+place and removes the staging folder; ``abort`` removes it too. Memory stays bounded by a few
+chunks of 1 MiB, whatever the row count.
 
 Under faults (each tested in ``spark_tests/spark/test_spark_write_faults.py``):
 

@@ -116,7 +116,8 @@ SCENARIOS = textwrap.dedent(r"""
         big = scenario == "kill"
         spark.dataSource.register(FaultySource)  # pickled now: with this run's scenario and log
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "10000" if big else "5")
-        df = spark.range(0, 200000 if big else 40, 1, 4).select(fail_once(F.col("id").cast("double")).alias("x"))
+        # Big: 4.8 MB of observations, more than the commit reads ahead (a few chunks of 1 MiB).
+        df = spark.range(0, 600000 if big else 40, 1, 4).select(fail_once(F.col("id").cast("double")).alias("x"))
         df.write.format("cmi_faulty").mode("append").save(out)
         note(event="done")
 """)

@@ -474,13 +474,39 @@ def format_message(descriptor: Optional[MQMD], payload: bytes, index: Optional[i
     return b"\n".join(lines) + b"\n" + x_lines(payload, data_width) + b"\n"
 
 
+# Message text formatted at a time on a work thread (the payload bytes of a group of messages):
+# hex digits by the compiled kernel, which releases the GIL, while this thread writes.
+FORMAT_GROUP_BYTES = 512 << 10
+
+
 def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[MQMD], bytes]], *,
                queue_manager: str = "", queue: str = "", created: Optional[str] = None,
                data_width: int = DEFAULT_DATA_WIDTH, with_index: bool = True,
                comments: Sequence[str] = ()) -> int:
-    """Write a complete dump; returns the number of messages written."""
+    """Write a complete dump; returns the number of messages written. The messages are drawn here,
+    in order, and formatted in groups on the work threads (``threads.ordered_map``)."""
+    from ...threads import ordered_map  # here: the reading side above does not use it
     out.write(dump_header(queue_manager, queue, created, comments))
+
+    def text(group: List[Tuple[int, Optional[MQMD], bytes]]) -> Tuple[bytes, int]:
+        """The group's text, and the number of its last message."""
+        return (b"".join(format_message(descriptor, payload, index if with_index else None, data_width)
+                         for index, descriptor, payload in group), group[-1][0])
+
+    def groups() -> Iterator[List[Tuple[int, Optional[MQMD], bytes]]]:
+        group: List[Tuple[int, Optional[MQMD], bytes]] = []
+        size = 0
+        for index, (descriptor, payload) in enumerate(messages, start=1):
+            group.append((index, descriptor, payload))
+            size += len(payload)
+            if size >= FORMAT_GROUP_BYTES:
+                yield group
+                group, size = [], 0
+        if group:
+            yield group
+
     count = 0
-    for count, (descriptor, payload) in enumerate(messages, start=1):
-        out.write(format_message(descriptor, payload, count if with_index else None, data_width))
+    for formatted, last in ordered_map(text, groups()):
+        out.write(formatted)
+        count = last
     return count

@@ -1,0 +1,107 @@
+"""The write's commit on the work threads (``cmi_datasource/threads.py``) writes the bytes it
+wrote on one thread: for every case of ``spark_tests/commit_cases.py`` (several partitions, an
+empty one among them, mixed column types, strings whose widths differ across partitions, one
+attachment or one per partition, text and binary files) and every capture the commit writes
+(dmpmqmsg dump, TIB/RV, MQTT), against the commit with the threads turned off, and against the
+SHA-256 of the capture the commit before the threads wrote (``commit_digests.json``, made by
+``commit_cases.py`` run on that commit)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+
+import pytest
+
+from cmi_datasource import threads
+from cmi_datasource.payload import sas_dataset_writer
+from cmi_datasource.transports.mq import dmpmqmsg
+
+try:
+    from spark_tests.commit_cases import CASES, TRANSPORTS, write_case
+except ImportError:  # run from spark_tests/
+    from commit_cases import CASES, TRANSPORTS, write_case
+
+with open(os.path.join(os.path.dirname(__file__), "commit_digests.json")) as f:
+    BEFORE_THE_THREADS = json.load(f)
+
+CASE_TRANSPORTS = [(case, transport) for case in CASES for transport in TRANSPORTS]
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    """Two work threads and pieces so small that each batch of 97 rows is a chunk of its own and
+    a few messages make a group: many pieces in flight, finishing out of order."""
+    monkeypatch.setattr(threads, "WORK_THREADS", 2)
+    monkeypatch.setattr(sas_dataset_writer, "OBSERVATION_CHUNK_BYTES", 1)
+    monkeypatch.setattr(dmpmqmsg, "FORMAT_GROUP_BYTES", 1500)
+
+
+@pytest.mark.parametrize("case, transport", CASE_TRANSPORTS)
+def test_the_threads_write_the_bytes_one_thread_writes(case, transport, small_pieces, monkeypatch, tmp_path):
+    on_threads = write_case(case, transport, str(tmp_path / "threads"))
+    monkeypatch.setattr(threads, "WORK_THREADS", 1)
+    on_one_thread = write_case(case, transport, str(tmp_path / "one"))
+    assert on_threads == on_one_thread
+    assert len(on_threads) > 5_000  # many messages of at most 600 bytes, so many pieces
+
+
+@pytest.mark.parametrize("case, transport", CASE_TRANSPORTS)
+def test_the_threads_write_the_bytes_written_before_them(case, transport, small_pieces, tmp_path):
+    written = write_case(case, transport, str(tmp_path))
+    assert hashlib.sha256(written).hexdigest() == BEFORE_THE_THREADS[f"{case}/{transport}"]
+
+
+def test_the_work_runs_on_threads_in_order_a_few_items_ahead(monkeypatch):
+    monkeypatch.setattr(threads, "WORK_THREADS", 2)
+    drawn = []
+    names = set()
+
+    def items():
+        for i in range(40):
+            drawn.append(i)
+            yield i
+
+    def work(i):
+        names.add(threading.current_thread().name)
+        return i * i
+
+    results = []
+    for result in threads.ordered_map(work, items()):
+        # Items are drawn as results are taken: at most WORK_THREADS + 1 beyond those taken.
+        assert len(drawn) - len(results) <= threads.WORK_THREADS + 1
+        results.append(result)
+    assert results == [i * i for i in range(40)]
+    assert names and all(name.startswith("cmi-work") for name in names)
+
+
+def test_an_error_in_the_work_is_raised_for_its_item_and_later_work_dropped(monkeypatch):
+    monkeypatch.setattr(threads, "WORK_THREADS", 2)
+    done = []
+
+    def work(i):
+        if i == 5:
+            raise ValueError("item 5")
+        done.append(i)
+        return i
+
+    taken = []
+    with pytest.raises(ValueError, match="item 5"):
+        for result in threads.ordered_map(work, range(1000)):
+            taken.append(result)
+    assert taken == [0, 1, 2, 3, 4]
+    assert max(done) < 5 + threads.WORK_THREADS + 2
+
+
+def test_a_string_too_long_for_its_declared_width_names_its_row_in_the_dataset(small_pieces):
+    import pyarrow as pa
+
+    from cmi_datasource.engine.write import DatasetToWrite, build_messages
+    from cmi_datasource.errors import CmiEncodeError
+
+    values = ["ab"] * 250 + ["much too long"] + ["ab"] * 10
+    declared = pa.schema([pa.field("s", pa.string(), metadata={"sas_length": "4"})])
+    table = pa.table({"s": pa.array(values)}).cast(declared)
+    with pytest.raises(CmiEncodeError, match=r"column s, row 251: value of 13 bytes does not fit in 4"):
+        build_messages([DatasetToWrite(pa.Table.from_batches(table.to_batches(max_chunksize=97)), "WORK", "S")])
