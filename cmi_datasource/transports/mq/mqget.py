@@ -14,9 +14,8 @@ import numpy as np
 
 from ...errors import CmiFormatError, Location, TruncatedError
 from ...layout import BIG, LITTLE, Field, Layout
-from ...containers import CaptureReader
 from ...messages import MessageSpan, PhysicalMessage
-from ..base import Keep, SpanPayloads, parse_in_chunks
+from ..base import Keep, SpanPayloads, copied_payloads, parse_in_chunks, span_pieces
 from .dump_spans import PIECE_BYTES, span_runs
 from .message import mq_message
 from .mqmd import MQMD, MQMD_STRUC_ID, MQMD_V1, MQMD_V2, descriptor_from_bytes, descriptor_to_bytes
@@ -108,28 +107,18 @@ def read_capture_spans(spans: Sequence[MessageSpan], heads: Sequence[int], room:
     a run of nearby records read at once, each record's MQMD and length checked against its span
     (a record that no longer fits it means the file changed since planning), and the payloads
     copied end to end by numpy, heads apart. No Python runs per byte; a little per message."""
-    piece_bytes = PIECE_BYTES if piece_bytes is None else piece_bytes
     heads_all = np.asarray(heads, dtype=np.int64)
     if len(heads_all) != len(spans) or (heads_all < 0).any():
         raise ValueError("one non-negative head length per span")
-    reader: Optional[CaptureReader] = None
-    try:
-        for run in span_runs(spans, piece_bytes):
-            chosen = [spans[i] for i in run]
-            if reader is None or reader.path != chosen[0][0]:
-                if reader is not None:
-                    reader.close()
-                reader = CaptureReader(chosen[0][0])
-            base, size = chosen[0][2], chosen[-1][3] - chosen[0][2]
-            data = reader.read(base, size)
-            yield _copied_payloads(data, chosen, heads_all[run.start:run.stop], base, room)
-    finally:
-        if reader is not None:
-            reader.close()
+    runs = span_runs(spans, PIECE_BYTES if piece_bytes is None else piece_bytes)
+    for run, data, base in span_pieces(spans, runs):
+        chosen = list(spans[run.start:run.stop])
+        yield copied_payloads(data, chosen, _data_starts(data, chosen, base), heads_all[run.start:run.stop],
+                              base, room)
 
 
-def _copied_payloads(data: bytes, spans: List[MessageSpan], heads: np.ndarray, base: int,
-                     room: int) -> SpanPayloads:
+def _data_starts(data: bytes, spans: List[MessageSpan], base: int) -> np.ndarray:
+    """Where each span's data starts in ``data`` (file bytes from ``base``), its record checked."""
     starts = np.empty(len(spans), dtype=np.int64)
     for i, (source, index, start, end) in enumerate(spans):
         where = Location(source, index, start)
@@ -142,21 +131,7 @@ def _copied_payloads(data: bytes, spans: List[MessageSpan], heads: np.ndarray, b
             raise CmiFormatError("the message differs from the one planned: the file changed since it "
                                  "was planned", where)
         starts[i] = at + header
-    ends = np.array([span[3] - base for span in spans], dtype=np.int64)
-    lengths = ends - starts
-    kept_heads = np.minimum(heads, lengths)
-    view = np.frombuffer(data, dtype=np.uint8)
-    head_starts = np.concatenate([[0], np.cumsum(heads)[:-1]]).astype(np.int64)
-    head = np.zeros(int(heads.sum()), dtype=np.uint8)
-    for at, start, count in zip(head_starts.tolist(), starts.tolist(), kept_heads.tolist()):
-        head[at:at + count] = view[start:start + count]
-    sizes = lengths - kept_heads
-    buffer = np.empty(room + int(sizes.sum()), dtype=np.uint8)
-    if len(spans):
-        np.concatenate([view[a:b] for a, b in zip((starts + kept_heads).tolist(), ends.tolist())],
-                       out=buffer[room:])
-    data_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    return SpanPayloads(list(spans), lengths, heads, head, head_starts, buffer, room, data_starts)
+    return starts
 
 
 def next_descriptor(data: bytes, offset: int) -> Optional[int]:
