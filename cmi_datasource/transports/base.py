@@ -17,7 +17,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import groupby
-from typing import (Any, BinaryIO, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional,
+from typing import (Any, BinaryIO, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Union,
                     Sequence, Tuple)
 
 import numpy as np
@@ -423,25 +423,39 @@ def _in_order(job, index: int, path: str, parse, keep: Optional[Keep]):
     return index + len(messages)
 
 
-def span_pieces(spans: Sequence[MessageSpan], runs: Iterable[range]) -> Iterator[Tuple[range, bytes, int]]:
-    """(run, bytes, offset of those bytes in the file): for each run of ``spans`` (consecutive,
-    in one file), the file's bytes from the run's first span to its last, read at once."""
+def span_readers(spans: Sequence[MessageSpan], runs: Iterable[range]) -> Iterator[Tuple[range, CaptureReader]]:
+    """(run, a reader of its file) for each run of ``spans`` (consecutive, in one file)."""
     reader: Optional[CaptureReader] = None
     try:
         for run in runs:
-            first, last = spans[run.start], spans[run.stop - 1]
-            if reader is None or reader.path != first[0]:
+            source = spans[run.start][0]
+            if reader is None or reader.path != source:
                 if reader is not None:
                     reader.close()
-                reader = CaptureReader(first[0])
-            yield run, reader.read(first[2], last[3] - first[2]), first[2]
+                reader = CaptureReader(source)
+            yield run, reader
     finally:
         if reader is not None:
             reader.close()
 
 
-def copied_payloads(data: bytes, spans: Sequence[MessageSpan], starts: np.ndarray, heads: np.ndarray, base: int,
-                    room: int) -> SpanPayloads:
+def span_pieces(spans: Sequence[MessageSpan], runs: Iterable[range]) -> Iterator[Tuple[range, memoryview, int]]:
+    """(run, bytes, offset of those bytes in the file): for each run of ``spans`` (consecutive,
+    in one file), the file's bytes from the run's first span to its last (fewer where the file
+    ends first), read at once into one buffer kept from piece to piece: the bytes of a piece last
+    until the next is read, and memory once touched is not asked of the system again."""
+    scratch = np.empty(0, dtype=np.uint8)
+    for run, reader in span_readers(spans, runs):
+        first, last = spans[run.start], spans[run.stop - 1]
+        size = last[3] - first[2]
+        if size > len(scratch):
+            scratch = np.empty(size, dtype=np.uint8)
+        view = memoryview(scratch)[:size]
+        yield run, view[:reader.readinto(first[2], view)], first[2]
+
+
+def copied_payloads(data: Union[bytes, memoryview], spans: Sequence[MessageSpan], starts: np.ndarray,
+                    heads: np.ndarray, base: int, room: int) -> SpanPayloads:
     """The ``SpanPayloads`` of ``spans``, whose payloads lie in ``data`` (file bytes from offset
     ``base``) from ``starts[i]`` to each span's end: the heads gathered apart, the rest copied end
     to end by numpy."""

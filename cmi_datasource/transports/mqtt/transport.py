@@ -108,7 +108,7 @@ class MqttStreamFormat(CaptureFormat):
         return stream_messages(data, source, base_offset, first_index, rereading=rereading)
 
 
-def _publish_at(data: bytes, span: MessageSpan, base: int) -> int:
+def _publish_at(data: memoryview, span: MessageSpan, base: int) -> int:
     """Where the PUBLISH packet planned at ``span`` starts in ``data`` (file bytes from ``base``),
     its fixed header checked against the span: a packet that no longer fits it means the file
     changed since it was planned."""

@@ -138,7 +138,7 @@ def _kind_at(data: bytes, pos: int) -> str:
     name_at = pos + HEADER.size
     if name_at >= len(data):
         return ""
-    name = data[name_at + 1:name_at + 1 + data[name_at]].split(b"\0", 1)[0].decode("latin-1")
+    name = bytes(data[name_at + 1:name_at + 1 + data[name_at]]).split(b"\0", 1)[0].decode("latin-1")
     return name if name in records.KINDS else ""
 
 
@@ -232,7 +232,7 @@ class RvFormat(CaptureFormat):
         return write_rv(out, messages)
 
 
-def _ato_payloads(data: bytes, spans: List[MessageSpan], layouts: List[ObservationLayout], base: int,
+def _ato_payloads(data: memoryview, spans: List[MessageSpan], layouts: List[ObservationLayout], base: int,
                   room: int) -> SpanPayloads:
     """The ``SpanPayloads`` of the ATO messages at ``spans`` in ``data`` (file bytes from ``base``)."""
     places = []
