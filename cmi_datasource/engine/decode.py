@@ -68,7 +68,8 @@ def _decodes_in_bulk(part: DatasetSlice) -> bool:
     physical record, in a format whose fast path rebuilds it with its hint (``bulk_decodes``)."""
     if any(len(m.spans) != 1 for m in part.messages):
         return False
-    return all(format_of(part.formats, m.spans[0][0]).bulk_decodes(m.hint) for m in part.messages)
+    formats = {source: format_of(part.formats, source) for source in {m.spans[0][0] for m in part.messages}}
+    return all(formats[m.spans[0][0]].bulk_decodes(m.hint) for m in part.messages)
 
 
 class _BulkObservations:
