@@ -94,9 +94,10 @@ def test_the_messages_view_shows_each_rv_message(tmp_path):
     assert all(r["transport"] == "tibrv" and r["msg_id"] is None for r in rows)
 
 
-def test_partitions_rebuild_ato_messages_from_their_planned_layout(tmp_path):
+@pytest.mark.parametrize("obs_length", [30, 32], ids=["unpadded", "padded"])
+def test_partitions_rebuild_ato_messages_from_their_planned_layout(tmp_path, obs_length):
     rows = [(float(i), f"n{i}", i / 4, float(i)) for i in range(300)]
-    data = b"".join([hdr([(1, BLANKS, "WORK", "MANY", "")]), dat(300, 4, 30), var(VARIABLES)]
+    data = b"".join([hdr([(1, BLANKS, "WORK", "MANY", "")]), dat(300, 4, obs_length), var(VARIABLES)]
                     + [ato(rows[i:i + 20], NUMERIC) for i in range(0, 300, 20)] + [lst(2 + 15)])
     capture = Capture.open(write(tmp_path, data), use_index_cache=False)
     [att] = capture.attachments

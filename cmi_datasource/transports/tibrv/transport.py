@@ -249,7 +249,9 @@ def _ato_payloads(data: memoryview, spans: List[MessageSpan], layouts: List[Obse
         places.append((where, at, pairs_start, end - base, count))
     sizes = np.array([count * layout.obs_length for (*_, count), layout in zip(places, layouts)], dtype=np.int64)
     data_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    buffer = np.zeros(room + int(data_starts[-1]), dtype=np.uint8)  # zeros: the padding RV does not carry
+    # The kernel writes every byte of the variables; zeros for the padding RV does not carry, if any.
+    padded = any(layout.obs_length > sum(layout.lengths) for layout in set(layouts))
+    buffer = (np.zeros if padded else np.empty)(room + int(data_starts[-1]), dtype=np.uint8)
     view = np.frombuffer(data, dtype=np.uint8)
     for (where, at, pairs_start, end, count), layout, start in zip(places, layouts, data_starts.tolist()):
         write_rows(view, pairs_start, end, count, layout, buffer[room + start:room + start + count * layout.obs_length],
