@@ -19,7 +19,7 @@ import io
 import lzma
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator, Optional, Tuple
+from typing import BinaryIO, Callable, Iterator, Optional, Sequence, Tuple
 
 from .errors import CmiError, CompressedStreamError, Location
 from .storage import open_input
@@ -311,6 +311,16 @@ class CaptureReader:
             data = self._forward(size)
         self._last_start, self._last = start, data
         return data
+
+    @property
+    def scatters(self) -> bool:
+        """Whether ``read_scattered`` fills buffers straight from the file (a plain local file)."""
+        return self.compression is None and getattr(self._file, "scatters", lambda: False)()
+
+    def read_scattered(self, start: int, views: Sequence[memoryview]) -> int:
+        """Fill ``views`` in turn from offset ``start`` (``scatters`` must be true); returns the bytes
+        read, fewer when the file ends first."""
+        return self._file.read_scattered(start, views)
 
     def readinto(self, start: int, view: memoryview) -> int:
         """Fill ``view`` from offset ``start``; returns the bytes read (fewer at the end of the file)."""

@@ -32,6 +32,7 @@ from .errors import CmiError, CmiOptionError, InputFileError, Location
 
 # URI schemes pyarrow.fs opens (gcs and abfss are the same stores as gs and abfs).
 REMOTE_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs")
+_IOV_MAX = 1024  # the buffers one preadv fills at most (Linux's IOV_MAX)
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
@@ -213,6 +214,27 @@ class _TypedReads(io.RawIOBase):
 
     def tell(self) -> int:
         return self._f.tell()
+
+    def scatters(self) -> bool:
+        """Whether ``read_scattered`` reads straight into the caller's buffers (a local file)."""
+        return isinstance(self._f, io.FileIO)
+
+    def read_scattered(self, offset: int, views: Sequence[memoryview]) -> int:
+        """Fill ``views`` in turn with the file's bytes from ``offset`` on, by one system call per
+        ``_IOV_MAX`` views (``preadv``: no copy besides the system's); returns the bytes read, fewer
+        when the file ends first (or a read stops short)."""
+        got = 0
+        for at in range(0, len(views), _IOV_MAX):
+            chunk = views[at:at + _IOV_MAX]
+            want = sum(len(v) for v in chunk)
+            try:
+                n = os.preadv(self._f.fileno(), chunk, offset + got)
+            except OSError as e:
+                raise _unreadable(self.name, e, offset + got) from None
+            got += n
+            if n < want:
+                break
+        return got
 
     def size(self) -> int:
         """The file's size as its system gives it (0 for a /proc file, whatever it holds)."""

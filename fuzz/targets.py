@@ -195,7 +195,9 @@ def amqsbcg_target(data: bytes) -> None:
 
 
 def mqget_target(data: bytes) -> None:
+    from cmi_datasource.transports.mq import mqget
     _parse_format("mqget", data)
+    _bulk_spans("mqget", data, mqget.parse_capture)
 
 
 def dmpmqmsg_seeds() -> List[bytes]:

@@ -65,10 +65,11 @@ def _slice_batches(part: DatasetSlice, batch_rows: int, temporal: TemporalTypes,
 
 def _decodes_in_bulk(part: DatasetSlice) -> bool:
     """Whether the slice's messages can be decoded by their formats' fast paths: each is one
-    physical record needing no hint to rebuild, in a format that has one."""
-    if any(m.hint is not None or len(m.spans) != 1 for m in part.messages):
+    physical record, in a format whose fast path rebuilds it with its hint (``bulk_decodes``)."""
+    if any(len(m.spans) != 1 for m in part.messages):
         return False
-    return all(format_of(part.formats, source).decodes_in_bulk for source in {m.spans[0][0] for m in part.messages})
+    formats = {source: format_of(part.formats, source) for source in {m.spans[0][0] for m in part.messages}}
+    return all(formats[m.spans[0][0]].bulk_decodes(m.hint) for m in part.messages)
 
 
 class _BulkObservations:
@@ -82,12 +83,13 @@ class _BulkObservations:
 
     def _pieces(self, heads: np.ndarray, room: int):
         """Each run of spans in one capture format, through that format's fast path."""
-        spans = [m.spans[0] for m in self.part.messages]
+        messages = self.part.messages
         formats = self.part.formats
         at = 0
-        for name, group in groupby(spans, key=lambda span: formats[span[0]]):
+        for name, group in groupby(messages, key=lambda m: formats[m.spans[0][0]]):
             run = list(group)
-            yield from capture_format(name).payload_pieces(run, heads[at:at + len(run)], room)
+            spans, hints = [m.spans[0] for m in run], [m.hint for m in run]
+            yield from capture_format(name).payload_pieces(spans, heads[at:at + len(run)], room, hints)
             at += len(run)
 
     def __iter__(self) -> Iterator[ObservationChunk]:

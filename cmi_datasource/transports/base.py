@@ -17,7 +17,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import groupby
-from typing import (Any, BinaryIO, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional,
+from typing import (Any, BinaryIO, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Union,
                     Sequence, Tuple)
 
 import numpy as np
@@ -112,16 +112,18 @@ class CaptureFormat:
         """The messages at planned ``spans`` (all of one file, in the order given), as ``scan`` gave them."""
         return read_spans(self.parse, spans)
 
-    def payload_pieces(self, spans: Sequence[MessageSpan], heads: "np.ndarray",
-                       room: int = 0) -> Iterator["SpanPayloads"]:
-        """Optional fast path: the raw payloads (transport headers not removed) of many spans,
-        decoded in bulk a piece of the file at a time (``SpanPayloads``). A format without one
-        is re-read message by message."""
+    def payload_pieces(self, spans: Sequence[MessageSpan], heads: "np.ndarray", room: int = 0,
+                       hints: Sequence[Any] = ()) -> Iterator["SpanPayloads"]:
+        """Optional fast path: the payloads of many spans (transport headers not removed), as
+        ``reread`` and the transport's ``rebuild`` would give them, decoded in bulk a piece of the
+        file at a time (``SpanPayloads``); ``hints``, when given, are the messages' reread hints
+        (``PhysicalMessage.reread_hint``). A format without one is re-read message by message."""
         raise NotImplementedError
 
-    @property
-    def decodes_in_bulk(self) -> bool:
-        return type(self).payload_pieces is not CaptureFormat.payload_pieces
+    def bulk_decodes(self, hint: Any) -> bool:
+        """Whether ``payload_pieces`` decodes a message planned with reread ``hint``: by default,
+        when the format has a fast path and the message needs no hint to be rebuilt."""
+        return hint is None and type(self).payload_pieces is not CaptureFormat.payload_pieces
 
     def write(self, out: BinaryIO, messages: Iterable[Any], *, comments: Sequence[str] = (),
               deterministic: bool = False, **format_options: Any) -> int:
@@ -419,6 +421,59 @@ def _in_order(job, index: int, path: str, parse, keep: Optional[Keep]):
     # The first chunk of a file read from its start is numbered right already: no copies.
     yield from (map(lambda message: message.numbered_on(index), messages) if index else messages)
     return index + len(messages)
+
+
+def span_readers(spans: Sequence[MessageSpan], runs: Iterable[range]) -> Iterator[Tuple[range, CaptureReader]]:
+    """(run, a reader of its file) for each run of ``spans`` (consecutive, in one file)."""
+    reader: Optional[CaptureReader] = None
+    try:
+        for run in runs:
+            source = spans[run.start][0]
+            if reader is None or reader.path != source:
+                if reader is not None:
+                    reader.close()
+                reader = CaptureReader(source)
+            yield run, reader
+    finally:
+        if reader is not None:
+            reader.close()
+
+
+def span_pieces(spans: Sequence[MessageSpan], runs: Iterable[range]) -> Iterator[Tuple[range, memoryview, int]]:
+    """(run, bytes, offset of those bytes in the file): for each run of ``spans`` (consecutive,
+    in one file), the file's bytes from the run's first span to its last (fewer where the file
+    ends first), read at once into one buffer kept from piece to piece: the bytes of a piece last
+    until the next is read, and memory once touched is not asked of the system again."""
+    scratch = np.empty(0, dtype=np.uint8)
+    for run, reader in span_readers(spans, runs):
+        first, last = spans[run.start], spans[run.stop - 1]
+        size = last[3] - first[2]
+        if size > len(scratch):
+            scratch = np.empty(size, dtype=np.uint8)
+        view = memoryview(scratch)[:size]
+        yield run, view[:reader.readinto(first[2], view)], first[2]
+
+
+def copied_payloads(data: Union[bytes, memoryview], spans: Sequence[MessageSpan], starts: np.ndarray,
+                    heads: np.ndarray, base: int, room: int) -> SpanPayloads:
+    """The ``SpanPayloads`` of ``spans``, whose payloads lie in ``data`` (file bytes from offset
+    ``base``) from ``starts[i]`` to each span's end: the heads gathered apart, the rest copied end
+    to end by numpy."""
+    ends = np.array([span[3] - base for span in spans], dtype=np.int64)
+    lengths = ends - starts
+    kept_heads = np.minimum(heads, lengths)
+    view = np.frombuffer(data, dtype=np.uint8)
+    head_starts = np.concatenate([[0], np.cumsum(heads)[:-1]]).astype(np.int64)
+    head = np.zeros(int(heads.sum()), dtype=np.uint8)
+    for at, start, count in zip(head_starts.tolist(), starts.tolist(), kept_heads.tolist()):
+        head[at:at + count] = view[start:start + count]
+    sizes = lengths - kept_heads
+    buffer = np.empty(room + int(sizes.sum()), dtype=np.uint8)
+    if len(spans):
+        np.concatenate([view[a:b] for a, b in zip((starts + kept_heads).tolist(), ends.tolist())],
+                       out=buffer[room:])
+    data_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return SpanPayloads(list(spans), lengths, heads, head, head_starts, buffer, room, data_starts)
 
 
 def read_spans(parse: Parse, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:

@@ -258,3 +258,26 @@ def test_binary_capture_read_in_chunks_on_threads_is_the_whole_file_parsed(tmp_p
     whole = list(parse_capture(path.read_bytes(), str(path)))
     for chunk in (100, 3_000, 1 << 20):
         assert list(read_capture(str(path), chunk)) == whole
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["one MQMD version", "versions mixed"])
+def test_mqget_fast_path_reads_spans_apart_and_either_mqmd_version_like_the_parse(tmp_path, mixed):
+    # Partitions read a piece of the file at once, each record's MQMD and length into a row of
+    # their own and its data straight to its place; records of another MQMD version than the
+    # first, bytes between planned records and a file cut short read as the parse reads them.
+    from cmi_datasource.errors import CmiFormatError
+    from cmi_datasource.transports.mq.mqget import parse_capture, read_capture_spans
+    messages = [(dataclasses.replace(d, version=1 if mixed and i % 3 == 1 else 2), p) for i, (d, p) in
+                enumerate(plain())]
+    path = tmp_path / "capture.bin"
+    with open(path, "wb") as f:
+        write_capture(f, messages)
+    parsed = [m for m in parse_capture(path.read_bytes(), str(path))][::2]  # every other record: gaps
+    spans = [m.span for m in parsed]
+    heads = [4 + i % 3 for i in range(len(spans))]
+    got = [bytes(piece.head_of(i)) + bytes(piece.data_of(i))
+           for piece in read_capture_spans(spans, heads, room=8, piece_bytes=5_000) for i in range(len(piece.spans))]
+    assert got == [m.payload for m in parsed]
+    path.write_bytes(path.read_bytes()[:spans[-1][3] - 1])
+    with pytest.raises(CmiFormatError, match="changed since it was planned"):
+        list(read_capture_spans(spans, heads))

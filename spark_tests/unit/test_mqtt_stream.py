@@ -156,6 +156,45 @@ def test_an_mqtt311_stream_with_mqmd_prefixed_payloads(tmp_path):
     assert header[0]["length"] > len(header[0]["payload"]) + 364  # packet header and MQMD counted
 
 
+@pytest.mark.parametrize("level", [4, 5])
+def test_partitions_cut_cmi_data_from_the_publish_packets_in_bulk(tmp_path, level):
+    # A raw stream's partitions take the format's fast path: the packets of a piece of the file read
+    # at once, each one's framing, topic, properties (and MQMD) set apart as its header.
+    from cmi_datasource.engine.decode import _decodes_in_bulk
+    if level == 5:
+        packets = [publish5("sas/cmi", p, d.correl_id, d.msg_type, packet_id=i + 1) for i, (d, p) in
+                   enumerate(cmi_pairs())]
+    else:
+        packets = [publish311("sas/cmi", descriptor_to_bytes(d, ">", "cp037") + p) for d, p in cmi_pairs()]
+    capture = Capture.open(write(tmp_path, connect(level, "c") + b"".join(packets)))
+    [att] = capture.attachments
+    slices = slices_of(capture, att, 1000)
+    assert len(slices) > 2 and all(_decodes_in_bulk(s) for s in slices)
+    assert [r for s in slices for b in slice_batches(s, batch_rows=7) for r in b.to_pylist()] == TABLE.to_pylist()
+
+
+@pytest.mark.parametrize("where", ["data", "fixed header"])
+def test_a_stream_changed_since_planning_is_an_error_naming_the_publish(tmp_path, where):
+    from cmi_datasource.errors import CmiFormatError
+    data = connect(5, "c") + b"".join(publish5("sas/cmi", p, d.correl_id, d.msg_type, packet_id=i + 1)
+                                      for i, (d, p) in enumerate(cmi_pairs()))
+    path = write(tmp_path, data)
+    capture = Capture.open(path)
+    [att] = capture.attachments
+    [part] = slices_of(capture, att, 1 << 30)
+    source, index, start, end = part.messages[len(part.messages) // 2].spans[0]
+    changed = bytearray(data)
+    if where == "data":
+        changed[end - 1] ^= 0xFF  # the last byte of a planned message's CMI data
+    else:
+        changed[start] = 0x40  # a PUBACK's fixed header where the PUBLISH was
+    with open(path, "wb") as f:
+        f.write(bytes(changed))
+    with pytest.raises(CmiFormatError, match="changed since it was planned") as e:
+        [b for b in slice_batches(part)]
+    assert e.value.message_index == index
+
+
 def test_publish_before_connect_and_a_cut_stream_are_typed_errors(tmp_path):
     d, p = cmi_pairs()[0]
     with pytest.raises(MqttFormatError, match="PUBLISH before any CONNECT"):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cmi_datasource import Capture, read, transports
-from cmi_datasource.engine.decode import slice_batches
+from cmi_datasource.engine.decode import _decodes_in_bulk, slice_batches
+from cmi_datasource.engine.reread import reread
 from cmi_datasource.errors import CmiFormatError, TruncatedError
 from cmi_datasource.transports.tibrv.wire import read_message
 
@@ -93,16 +94,43 @@ def test_the_messages_view_shows_each_rv_message(tmp_path):
     assert all(r["transport"] == "tibrv" and r["msg_id"] is None for r in rows)
 
 
-def test_partitions_rebuild_ato_messages_from_their_planned_layout(tmp_path):
+@pytest.mark.parametrize("obs_length", [30, 32], ids=["unpadded", "padded"])
+def test_partitions_rebuild_ato_messages_from_their_planned_layout(tmp_path, obs_length):
     rows = [(float(i), f"n{i}", i / 4, float(i)) for i in range(300)]
-    data = b"".join([hdr([(1, BLANKS, "WORK", "MANY", "")]), dat(300, 4, 30), var(VARIABLES)]
+    data = b"".join([hdr([(1, BLANKS, "WORK", "MANY", "")]), dat(300, 4, obs_length), var(VARIABLES)]
                     + [ato(rows[i:i + 20], NUMERIC) for i in range(0, 300, 20)] + [lst(2 + 15)])
     capture = Capture.open(write(tmp_path, data), use_index_cache=False)
     [att] = capture.attachments
     slices = slices_of(capture, att, 2000)
     assert len(slices) > 3 and all(m.hint is not None for s in slices for m in s.messages)
+    assert all(_decodes_in_bulk(s) for s in slices)  # their rows written by the kernel straight from the file
     got = [r for s in slices for b in slice_batches(s, batch_rows=64) for r in b.to_pylist()]
     assert [(r["ID"], r["NAME"]) for r in got] == [(float(i), f"n{i}") for i in range(300)]
+    alone = [r for s in slices for b in slice_batches(s, batch_rows=64, messages=list(reread(s.messages, s.formats)))
+             for r in b.to_pylist()]
+    assert alone == got
+
+
+@pytest.mark.parametrize("where", ["value", "size"])
+def test_an_rv_capture_changed_since_planning_is_an_error_naming_the_ato_message(tmp_path, where):
+    rows = [(float(i), f"n{i}", i / 4, float(i)) for i in range(60)]
+    data = b"".join([hdr([(1, BLANKS, "WORK", "MANY", "")]), dat(60, 4, 30), var(VARIABLES)]
+                    + [ato(rows[i:i + 20], NUMERIC) for i in range(0, 60, 20)] + [lst(2 + 3)])
+    path = write(tmp_path, data)
+    capture = Capture.open(path, use_index_cache=False)
+    [att] = capture.attachments
+    [part] = slices_of(capture, att, 1 << 30)
+    source, index, start, end = part.messages[1].spans[0]
+    changed = bytearray(data)
+    if where == "value":
+        changed[end - 1] ^= 0x01  # the last byte of the last row's last value
+    else:
+        changed[start + 3] += 1  # the message's size: it no longer ends where planned
+    with open(path, "wb") as f:
+        f.write(bytes(changed))
+    with pytest.raises(CmiFormatError, match="changed since it was planned") as e:
+        [b for b in slice_batches(part)]
+    assert e.value.message_index == index
 
 
 def test_an_lst_that_miscounts_makes_the_attachment_incomplete(tmp_path):
@@ -196,3 +224,30 @@ def test_rv_capture_needs_big_endian_numbers():
     with pytest.raises(CmiEncodeError, match="encoding 273"):
         write_attachments_dump(io.BytesIO(), [DatasetToWrite(pa.table({"X": [1.0]}), "W", "X")],
                                options=WriteOptions(encoding=546), format="tibrv")
+
+
+def test_ato_rows_in_any_field_shape_the_wire_allows_read_alike():
+    # The kernel reads rows whose fields all have the usual shape (named alike, one-byte sizes) on a
+    # fast path and the others field by field: a mix gives every row, and an error names its own row.
+    import struct
+
+    from cmi_datasource.errors import Location
+    from cmi_datasource.transports.tibrv.observations import observation_rows
+    from cmi_datasource.transports.tibrv.records import ObservationLayout, RvCmiError
+    from rv_messages import f64, i32
+    layout = ObservationLayout(8 + 130, (True, False), (8, 130))
+    texts = ["short", "x" * 125, "after", "unnamed", "last"]  # 125 bytes: its size takes 0x79 and a u16
+
+    def pair(fid, vtype, value, name="ATO"):
+        return [i32(name, fid, vtype), f64(name, fid + 1, value) if vtype == 1 else string(name, fid + 1, value)]
+
+    fields = [i32("ATO", 1, len(texts)), i32("ATO", 2, 3)]
+    for row, text in enumerate(texts):
+        name = "" if text == "unnamed" else "ATO"
+        fields += pair(3 + 4 * row, 1, float(row), name) + pair(5 + 4 * row, 2, text, name)
+    body = message(fields)
+    want = b"".join(struct.pack(">d", float(row)) + text.encode().ljust(130) for row, text in enumerate(texts))
+    assert observation_rows(body, 8, len(body), layout, Location("f", 0, 0)) == (3).to_bytes(4, "big") + want
+    bad = message(fields[:-1] + [f64("ATO", 99, 1.0)])  # the last row's text sent as a number
+    with pytest.raises(RvCmiError, match="observation 5, variable 2: a character value is not a string"):
+        observation_rows(bad, 8, len(bad), layout, Location("f", 0, 0))

@@ -13,10 +13,10 @@ from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...errors import CmiFormatError, Location, TruncatedError
-from ...layout import BIG, LITTLE, Field, Layout
 from ...containers import CaptureReader
+from ...layout import BIG, LITTLE, Field, Layout
 from ...messages import MessageSpan, PhysicalMessage
-from ..base import Keep, SpanPayloads, parse_in_chunks
+from ..base import Keep, SpanPayloads, copied_payloads, parse_in_chunks, span_readers
 from .dump_spans import PIECE_BYTES, span_runs
 from .message import mq_message
 from .mqmd import MQMD, MQMD_STRUC_ID, MQMD_V1, MQMD_V2, descriptor_from_bytes, descriptor_to_bytes
@@ -108,28 +108,75 @@ def read_capture_spans(spans: Sequence[MessageSpan], heads: Sequence[int], room:
     a run of nearby records read at once, each record's MQMD and length checked against its span
     (a record that no longer fits it means the file changed since planning), and the payloads
     copied end to end by numpy, heads apart. No Python runs per byte; a little per message."""
-    piece_bytes = PIECE_BYTES if piece_bytes is None else piece_bytes
     heads_all = np.asarray(heads, dtype=np.int64)
     if len(heads_all) != len(spans) or (heads_all < 0).any():
         raise ValueError("one non-negative head length per span")
-    reader: Optional[CaptureReader] = None
+    runs = span_runs(spans, PIECE_BYTES if piece_bytes is None else piece_bytes)
+    for run, reader in span_readers(spans, runs):
+        chosen, heads_run = list(spans[run.start:run.stop]), heads_all[run.start:run.stop]
+        piece = _scattered_payloads(reader, chosen, heads_run, room) if reader.scatters else None
+        if piece is None:  # records of either MQMD version, damage, a file that changed: checked one by one
+            base = chosen[0][2]
+            data = reader.read(base, chosen[-1][3] - base)
+            piece = copied_payloads(data, chosen, _data_starts(data, chosen, base), heads_run, base, room)
+        yield piece
+
+
+def _scattered_payloads(reader: CaptureReader, spans: List[MessageSpan], heads: np.ndarray,
+                        room: int) -> Optional[SpanPayloads]:
+    """``copied_payloads`` of ``spans`` without the copy: the file read once (``preadv``) with each
+    record's MQMD and length into a row of its own, its head into ``head`` and the rest of its
+    data straight to its place in ``buffer``. Every record is taken to have the first one's MQMD
+    shape; None when one has not (or the file ends first), for the caller to read the records one
+    by one, whose errors say what is wrong."""
+    first = reader.read(spans[0][2], MQMD_V2.size + DATA_LENGTH.size)
     try:
-        for run in span_runs(spans, piece_bytes):
-            chosen = [spans[i] for i in run]
-            if reader is None or reader.path != chosen[0][0]:
-                if reader is not None:
-                    reader.close()
-                reader = CaptureReader(chosen[0][0])
-            base, size = chosen[0][2], chosen[-1][3] - chosen[0][2]
-            data = reader.read(base, size)
-            yield _copied_payloads(data, chosen, heads_all[run.start:run.stop], base, room)
-    finally:
-        if reader is not None:
-            reader.close()
+        order, version, _ = mqmd_shape(first, 0, Location())
+    except CmiFormatError:
+        return None
+    header = (MQMD_V2 if version == 2 else MQMD_V1).size + DATA_LENGTH.size
+    starts = np.array([span[2] for span in spans], dtype=np.int64)
+    ends = np.array([span[3] for span in spans], dtype=np.int64)
+    lengths = ends - starts - header
+    gaps = starts[1:] - ends[:-1]
+    if (lengths < 0).any() or (gaps < 0).any():
+        return None
+    kept_heads = np.minimum(heads, lengths)
+    sizes = lengths - kept_heads
+    head_starts = np.concatenate([[0], np.cumsum(heads)[:-1]]).astype(np.int64)
+    data_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    records = np.empty((len(spans), header), dtype=np.uint8)
+    head = np.zeros(int(heads.sum()), dtype=np.uint8)
+    buffer = np.empty(room + int(data_starts[-1]), dtype=np.uint8)
+    skipped = np.empty(int(gaps.max(initial=0)), dtype=np.uint8).data  # bytes between two spans
+    records_view, head_view, buffer_view = records.reshape(-1).data, head.data, buffer.data
+    views = []
+    for i, (gap, at, count, start, size) in enumerate(zip([0] + gaps.tolist(), head_starts.tolist(),
+                                                          kept_heads.tolist(), data_starts.tolist(), sizes.tolist())):
+        if gap:
+            views.append(skipped[:gap])
+        views.append(records_view[i * header:(i + 1) * header])
+        if count:
+            views.append(head_view[at:at + count])
+        if size:
+            views.append(buffer_view[room + start:room + start + size])
+    if reader.read_scattered(int(starts[0]), views) != int(ends[-1] - starts[0]):
+        return None
+    magic = records[:, :4]
+    at = MQMD_V1.offsets["version"]
+    big = records[:, at:at + 4].copy().view(">u4")[:, 0].astype(np.int64)
+    little = records[:, at:at + 4].copy().view("<u4")[:, 0].astype(np.int64)
+    versions = np.where((big == 1) | (big == 2), big, np.where((little == 1) | (little == 2), little, 0))
+    declared = records[:, header - 4:].copy().view(">u4")[:, 0].astype(np.int64)
+    shaped = ((magic == np.frombuffer(ASCII_MAGIC, np.uint8)).all(axis=1)
+              | (magic == np.frombuffer(EBCDIC_MAGIC, np.uint8)).all(axis=1))
+    if not (shaped.all() and (versions == version).all() and (declared == lengths).all()):
+        return None
+    return SpanPayloads(list(spans), lengths, heads, head, head_starts, buffer, room, data_starts)
 
 
-def _copied_payloads(data: bytes, spans: List[MessageSpan], heads: np.ndarray, base: int,
-                     room: int) -> SpanPayloads:
+def _data_starts(data: bytes, spans: List[MessageSpan], base: int) -> np.ndarray:
+    """Where each span's data starts in ``data`` (file bytes from ``base``), its record checked."""
     starts = np.empty(len(spans), dtype=np.int64)
     for i, (source, index, start, end) in enumerate(spans):
         where = Location(source, index, start)
@@ -142,21 +189,7 @@ def _copied_payloads(data: bytes, spans: List[MessageSpan], heads: np.ndarray, b
             raise CmiFormatError("the message differs from the one planned: the file changed since it "
                                  "was planned", where)
         starts[i] = at + header
-    ends = np.array([span[3] - base for span in spans], dtype=np.int64)
-    lengths = ends - starts
-    kept_heads = np.minimum(heads, lengths)
-    view = np.frombuffer(data, dtype=np.uint8)
-    head_starts = np.concatenate([[0], np.cumsum(heads)[:-1]]).astype(np.int64)
-    head = np.zeros(int(heads.sum()), dtype=np.uint8)
-    for at, start, count in zip(head_starts.tolist(), starts.tolist(), kept_heads.tolist()):
-        head[at:at + count] = view[start:start + count]
-    sizes = lengths - kept_heads
-    buffer = np.empty(room + int(sizes.sum()), dtype=np.uint8)
-    if len(spans):
-        np.concatenate([view[a:b] for a, b in zip((starts + kept_heads).tolist(), ends.tolist())],
-                       out=buffer[room:])
-    data_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    return SpanPayloads(list(spans), lengths, heads, head, head_starts, buffer, room, data_starts)
+    return starts
 
 
 def next_descriptor(data: bytes, offset: int) -> Optional[int]:

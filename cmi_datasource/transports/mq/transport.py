@@ -94,8 +94,8 @@ class DmpmqmsgFormat(_ReadInPieces):
         mqmd, at = dmpmqmsg.salvage(data, source, index, start, end)
         return damaged_mq_message(mqmd, source, index, at, end, damage)
 
-    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int],
-                       room: int = 0) -> Iterator[SpanPayloads]:
+    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int], room: int = 0,
+                       hints: Sequence[Any] = ()) -> Iterator[SpanPayloads]:
         return read_dump_spans(spans, heads, room)
 
     def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
@@ -132,8 +132,8 @@ class AmqsbcgFormat(_ReadInPieces):
             at = data.find(_MQGET_WORDS, at + 1)
         return None
 
-    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int],
-                       room: int = 0) -> Iterator[SpanPayloads]:
+    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int], room: int = 0,
+                       hints: Sequence[Any] = ()) -> Iterator[SpanPayloads]:
         return read_spans_in_bulk(spans, heads, room, None, amqsbcg.decode_spans, amqsbcg.parse_browse)
 
     def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
@@ -162,8 +162,8 @@ class MqgetFormat(_ReadInPieces):
     def resync(self, data: bytes, start: int, offset: int) -> Optional[int]:
         return mqget.next_descriptor(data, offset)
 
-    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int],
-                       room: int = 0) -> Iterator[SpanPayloads]:
+    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int], room: int = 0,
+                       hints: Sequence[Any] = ()) -> Iterator[SpanPayloads]:
         return mqget.read_capture_spans(spans, heads, room)
 
     def salvage(self, data: bytes, source: str, index: int, start: int, end: int,

@@ -12,14 +12,17 @@ import dataclasses
 import functools
 from typing import Any, BinaryIO, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
+import numpy as np
 import pyarrow as pa
 
-from ...errors import CmiFormatError, message_number
+from ...errors import CmiFormatError, Location, message_number
 from ...option_table import READ, WRITE, Option, seconds, text
 from ...messages import MessageSpan, OutgoingMessage, PhysicalMessage
-from ..base import READ_CHUNK_BYTES, CaptureFormat, Keep, Transport, kept, parse_in_chunks, read_spans
+from ..base import (READ_CHUNK_BYTES, CaptureFormat, Keep, SpanPayloads, Transport, copied_payloads, kept,
+                    parse_in_chunks, read_spans, span_pieces)
+from ..mq.dump_spans import PIECE_BYTES, span_runs
 from . import packets
-from .packets import CONNECT
+from .packets import CONNECT, PUBLISH
 from ..tcp import is_pcap, server_ports
 from .pcap import MQTT_PORTS, PORT_OPTION, PcapCache
 from .publish import broker_address, publish, write_stream
@@ -85,9 +88,41 @@ class MqttStreamFormat(CaptureFormat):
     def reread(self, spans: Sequence[MessageSpan]) -> Iterator[PhysicalMessage]:
         return read_spans(functools.partial(self._parse, rereading=True), spans)
 
+    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int], room: int = 0,
+                       hints: Sequence[Any] = ()) -> Iterator[SpanPayloads]:
+        """The PUBLISH packets at ``spans``, each whole as its payload: what planning saw in front
+        of the CMI data (fixed header, topic, properties, an MQMD) is its header, which ``heads``
+        covers, so that the length and CRC-32 checked are those of the CMI data alone. Each
+        packet's fixed header must frame exactly its span."""
+        heads_all = np.asarray(heads, dtype=np.int64)
+        for run, data, base in span_pieces(spans, span_runs(spans, PIECE_BYTES)):
+            chosen = list(spans[run.start:run.stop])
+            starts = np.array([_publish_at(data, span, base) for span in chosen], dtype=np.int64)
+            yield copied_payloads(data, chosen, starts, heads_all[run.start:run.stop], base, room)
+
+    def bulk_decodes(self, hint: Any) -> bool:
+        return True  # the hint, the protocol level, only says where the payload starts: planning kept that
+
     def _parse(self, data: bytes, source: str, base_offset: int, first_index: int,
                rereading: bool) -> Iterator[PhysicalMessage]:
         return stream_messages(data, source, base_offset, first_index, rereading=rereading)
+
+
+def _publish_at(data: memoryview, span: MessageSpan, base: int) -> int:
+    """Where the PUBLISH packet planned at ``span`` starts in ``data`` (file bytes from ``base``),
+    its fixed header checked against the span: a packet that no longer fits it means the file
+    changed since it was planned."""
+    source, index, start, end = span
+    at = start - base
+    where = Location(source, index, start)
+    if end - base > len(data) or at >= end - base:
+        raise CmiFormatError(f"the file ends at byte {base + len(data)}, before the planned message ending at "
+                             f"{end}: it changed since it was planned", where)
+    packet = packets.frame_packet(data, at, lambda offset: Location(source, index, base + offset))
+    if packet.type != PUBLISH or packet.end != end - base:
+        raise CmiFormatError("the message differs from the one planned: the file changed since it was planned",
+                             where)
+    return at
 
 
 class PcapFormat(CaptureFormat):

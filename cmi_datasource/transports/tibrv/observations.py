@@ -15,6 +15,8 @@ their arrays, so that no capture, however damaged, makes them read or write outs
 """
 from __future__ import annotations
 
+from typing import Tuple
+
 import numpy as np
 
 from ...compiled import kernel
@@ -71,15 +73,73 @@ def _field(buf, p, e):
 
 
 @kernel
+def _usual_rows(buf, p, e, count, numeric, lengths, offsets, obs_length, out, blank):
+    """(rows written, where the next starts): the leading observations of ``_rows`` whose
+    fields all have the shape senders give them (each named like the first, an int vtype, an
+    8-byte real or a string of at most 119 bytes fitting its variable). Their places are known
+    before their bytes are read, so a row costs the CPU no chain of dependent loads; ``_rows``
+    reads the rest. Bounds: the layout is checked to fit out first, every field against e."""
+    nvars = lengths.shape[0]
+    if count * obs_length > out.shape[0] or p < 0 or p >= e or e > buf.shape[0]:
+        return 0, p
+    for v in range(nvars):
+        if offsets[v] < 0 or lengths[v] < 0 or offsets[v] + lengths[v] > obs_length or (numeric[v] and lengths[v] > 8):
+            return 0, p
+    name = np.int64(buf[p])
+    for row in range(count):
+        start = p
+        base = row * obs_length
+        for v in range(nvars):
+            q = p + 1 + name
+            if q + 6 > e or buf[p] != name or buf[q] != 11 or buf[q + 1] != 4 or buf[q + 2] != 0 \
+                    or buf[q + 3] != 0 or buf[q + 4] != 0 or buf[q + 5] != (1 if numeric[v] else 2):
+                return row, start
+            p = q + 6
+            q = p + 1 + name
+            to = base + offsets[v]
+            width = lengths[v]
+            if q + 2 > e or buf[p] != name:
+                return row, start
+            if numeric[v]:
+                if q + 10 > e or buf[q] != 13 or buf[q + 1] != 8:
+                    return row, start
+                if width == 8:  # spelled out: a loop of a length not known costs as much again
+                    out[to], out[to + 1], out[to + 2], out[to + 3] = buf[q + 2], buf[q + 3], buf[q + 4], buf[q + 5]
+                    out[to + 4], out[to + 5], out[to + 6], out[to + 7] = buf[q + 6], buf[q + 7], buf[q + 8], buf[q + 9]
+                else:
+                    for k in range(width):
+                        out[to + k] = buf[q + 2 + k]
+                p = q + 10
+            else:
+                size = np.int64(buf[q + 1])
+                at = q + 2
+                if buf[q] != 8 or size >= _SHORT or at + size > e:
+                    return row, start
+                n = size
+                if n > 0 and buf[at + n - 1] == 0:
+                    n -= 1
+                if n > width:
+                    return row, start
+                for k in range(n):
+                    out[to + k] = buf[at + k]
+                for k in range(n, width):
+                    out[to + k] = blank
+                p = at + size
+    return count, p
+
+
+@kernel
 def _rows(buf, p, e, count, numeric, lengths, offsets, obs_length, out, blank):
     """Write ``count`` observations from the fields at buf[p:e] into out (count * obs_length
     bytes, which the caller provides); returns (0, 0, 0, 0) or (problem, observation, variable, offset).
-    Bounds: ``_field`` keeps at + size within buf; a value is copied only when its bytes lie within
-    its field's data and its variable's place within out (problem 8 otherwise)."""
+    The rows in the usual shape first (``_usual_rows``); then, field by field, the rest. Bounds:
+    ``_field`` keeps at + size within buf; a value is copied only when its bytes lie
+    within its field's data and its variable's place within out (problem 8 otherwise)."""
     if e > buf.shape[0]:
         e = buf.shape[0]
     room = out.shape[0]
-    for row in range(count):
+    first, p = _usual_rows(buf, p, e, count, numeric, lengths, offsets, obs_length, out, blank)
+    for row in range(first, count):
         base = row * obs_length
         for v in range(lengths.shape[0]):
             at, size, code, nxt = _field(buf, p, e)
@@ -145,15 +205,20 @@ def _check_layout(layout: ObservationLayout, where: Location) -> None:
                          f"(and at most {slack} of padding)", layout.obs_length_at or where)
 
 
-def observation_rows(body: bytes, start: int, end: int, layout: ObservationLayout, where: Location) -> bytes:
-    """The record type (3) and the rows of the ATO message whose fields lie in body[start:end]."""
-    end = min(end, len(body))
-    fields = read_fields(body, start, end, where.at_payload)
+def ato_count(buf: bytes, start: int, end: int, layout: ObservationLayout, where: Location,
+              message_at: int = 0) -> Tuple[int, int]:
+    """(observations, where their pairs start) of the ATO message whose fields lie in
+    buf[start:end], the message starting at ``message_at`` (errors name offsets in it): its count
+    bounded by its bytes, and the layout checked, before anything is allocated."""
+    def at_payload(at: int) -> Location:
+        return where.at_payload(at - message_at)
+
+    end = min(end, len(buf))
+    fields = read_fields(buf, start, end, at_payload)
     head = [next(fields, None), next(fields, None)]
     if None in head or [f.field_id for f in head] != [1, 2] or head[0].type != INT:
         raise RvCmiError("ATO message does not start with its count (field 1) and record type (field 2)", where)
-    count = head[0].decoded(where.at_payload)
-    view = np.frombuffer(body, dtype=np.uint8)
+    count = head[0].decoded(at_payload)
     pairs_start = head[1].data_offset + len(head[1].data)  # read_fields kept it within end
     nvars = len(layout.lengths)
     # Each value takes two fields of at least 7 bytes: bounds an untrusted count before allocating.
@@ -162,13 +227,31 @@ def observation_rows(body: bytes, start: int, end: int, layout: ObservationLayou
                          where)
     if count:
         _check_layout(layout, where)
-    out = np.zeros(4 + count * layout.obs_length, dtype=np.uint8)  # zeros: the padding RV does not carry
-    out[:4] = np.frombuffer((3).to_bytes(4, "big"), dtype=np.uint8)
+    return count, pairs_start
+
+
+def write_rows(view: np.ndarray, pairs_start: int, end: int, count: int, layout: ObservationLayout,
+               out: np.ndarray, where: Location, message_at: int = 0) -> None:
+    """The ``count`` observations whose pairs lie in view[pairs_start:end] (``ato_count``), as
+    fixed-width rows written into ``out`` (count * obs_length bytes; the padding RV does not
+    carry is left as it is)."""
     lengths = np.asarray(layout.lengths, dtype=np.int64)
     offsets = (np.cumsum(lengths) - lengths).astype(np.int64)
-    problem, row, variable, offset = _rows(view, pairs_start, end, count, np.asarray(layout.numeric, dtype=np.bool_),
-                                           lengths, offsets, layout.obs_length, out[4:], ord(" "))
+    problem, row, variable, offset = _rows(view, pairs_start, min(end, len(view)), count,
+                                           np.asarray(layout.numeric, dtype=np.bool_), lengths, offsets,
+                                           layout.obs_length, out, ord(" "))
     if problem:
         raise RvCmiError(f"ATO observation {row + 1}, variable {variable + 1}: {_PROBLEMS[problem]}",
-                         where.at_payload(int(offset)))
+                         where.at_payload(int(offset) - message_at))
+
+
+ATO_RECORD_TYPE = (3).to_bytes(4, "big")  # what each ATO message's rows follow, as CMI over MQ has it
+
+
+def observation_rows(body: bytes, start: int, end: int, layout: ObservationLayout, where: Location) -> bytes:
+    """The record type (3) and the rows of the ATO message whose fields lie in body[start:end]."""
+    count, pairs_start = ato_count(body, start, end, layout, where)
+    out = np.zeros(4 + count * layout.obs_length, dtype=np.uint8)  # zeros: the padding RV does not carry
+    out[:4] = np.frombuffer(ATO_RECORD_TYPE, dtype=np.uint8)
+    write_rows(np.frombuffer(body, dtype=np.uint8), pairs_start, end, count, layout, out[4:], where)
     return out.tobytes()

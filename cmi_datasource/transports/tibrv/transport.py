@@ -16,15 +16,17 @@ import dataclasses
 import itertools
 from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pyarrow as pa
 
 from ...cmi.correl import MSGTYPE_CMI_HEADER, MSGTYPE_CMI_SUBORDINATE
 from ...errors import CmiFormatError, KeptError, Location
-from ...messages import Descriptor, OutgoingMessage, Origin, PhysicalMessage, UnjoinedMessage
-from ..base import (READ_CHUNK_BYTES, CaptureFormat, Keep, Transport, damaged_message, kept, parse_in_chunks,
-                    scan_recovering)
+from ...messages import Descriptor, MessageSpan, OutgoingMessage, Origin, PhysicalMessage, UnjoinedMessage
+from ..base import (READ_CHUNK_BYTES, CaptureFormat, Keep, SpanPayloads, Transport, damaged_message, kept,
+                    parse_in_chunks, scan_recovering, span_pieces)
+from ..mq.dump_spans import PIECE_BYTES, span_runs
 from . import records, sequence
-from .observations import observation_rows
+from .observations import ATO_RECORD_TYPE, ato_count, observation_rows, write_rows
 from .records import ENCODING, ObservationLayout, RvDetails
 from .wire import HEADER, MAGIC, RvField, message_end, read_fields
 from .writer import write_rv
@@ -136,7 +138,7 @@ def _kind_at(data: bytes, pos: int) -> str:
     name_at = pos + HEADER.size
     if name_at >= len(data):
         return ""
-    name = data[name_at + 1:name_at + 1 + data[name_at]].split(b"\0", 1)[0].decode("latin-1")
+    name = bytes(data[name_at + 1:name_at + 1 + data[name_at]]).split(b"\0", 1)[0].decode("latin-1")
     return name if name in records.KINDS else ""
 
 
@@ -211,9 +213,54 @@ class RvFormat(CaptureFormat):
                 return magic - 4
             at = magic - 3
 
+    def payload_pieces(self, spans: Sequence[MessageSpan], heads: Sequence[int], room: int = 0,
+                       hints: Sequence[Any] = ()) -> Iterator[SpanPayloads]:
+        """The ATO messages at ``spans`` as ``rebuild`` gives them (their record type, then their
+        rows laid out by ``hints``, the layouts planning kept), the messages of a piece of the file
+        read at once and their rows written by the kernel straight into one buffer: no message is
+        copied or parsed field by field in Python. Each message's header must frame exactly its span."""
+        if len(hints) != len(spans) or any(head != len(ATO_RECORD_TYPE) for head in heads):
+            raise ValueError("an ATO message's head is its record type, and each needs its layout")
+        for run, data, base in span_pieces(spans, span_runs(spans, PIECE_BYTES)):
+            yield _ato_payloads(data, list(spans[run.start:run.stop]), list(hints[run.start:run.stop]), base, room)
+
+    def bulk_decodes(self, hint: Any) -> bool:
+        return isinstance(hint, ObservationLayout)  # an ATO message: its rows need only its layout
+
     def write(self, out: BinaryIO, messages: Iterable[OutgoingMessage], *, comments: Sequence[str] = (),
               deterministic: bool = False) -> int:
         return write_rv(out, messages)
+
+
+def _ato_payloads(data: memoryview, spans: List[MessageSpan], layouts: List[ObservationLayout], base: int,
+                  room: int) -> SpanPayloads:
+    """The ``SpanPayloads`` of the ATO messages at ``spans`` in ``data`` (file bytes from ``base``)."""
+    places = []
+    for (source, index, start, end), layout in zip(spans, layouts):
+        where = Location(source, index, start)
+        at = start - base
+        if end - base > len(data):
+            raise CmiFormatError(f"the file ends at byte {base + len(data)}, before the planned message ending at "
+                                 f"{end}: it changed since it was planned", where)
+        if _header_end(data, at) != end - base or _kind_at(data, at) != "ATO":
+            raise CmiFormatError("the message differs from the one planned: the file changed since it was "
+                                 "planned", where)
+        count, pairs_start = ato_count(data, at + HEADER.size, end - base, layout, where, message_at=at)
+        places.append((where, at, pairs_start, end - base, count))
+    sizes = np.array([count * layout.obs_length for (*_, count), layout in zip(places, layouts)], dtype=np.int64)
+    data_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    # The kernel writes every byte of the variables; zeros for the padding RV does not carry, if any.
+    padded = any(layout.obs_length > sum(layout.lengths) for layout in set(layouts))
+    buffer = (np.zeros if padded else np.empty)(room + int(data_starts[-1]), dtype=np.uint8)
+    view = np.frombuffer(data, dtype=np.uint8)
+    for (where, at, pairs_start, end, count), layout, start in zip(places, layouts, data_starts.tolist()):
+        write_rows(view, pairs_start, end, count, layout, buffer[room + start:room + start + count * layout.obs_length],
+                   where, message_at=at)
+    record = len(ATO_RECORD_TYPE)
+    heads = np.full(len(spans), record, dtype=np.int64)
+    head = np.frombuffer(ATO_RECORD_TYPE * len(spans), dtype=np.uint8)
+    return SpanPayloads(spans, sizes + record, heads, head, np.arange(len(spans), dtype=np.int64) * record, buffer,
+                        room, data_starts)
 
 
 class RvTransport(Transport):

@@ -164,7 +164,7 @@ def read_fields(buf: bytes, start: int, end: int,
         name_len = buf[pos]
         pos += 1
         _need(buf, pos, name_len + 1, end, "field name and type", where)
-        name_bytes = buf[pos:pos + name_len]
+        name_bytes = bytes(buf[pos:pos + name_len])
         pos += name_len
         field_id = None
         if name_len >= 3 and name_bytes[-3] == 0:  # "NAME\0" then a big-endian u16 field id
