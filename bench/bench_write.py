@@ -3,7 +3,8 @@
     .venv/bin/python bench/bench_write.py [rows ...]     (default: 1000000 2000000)
 
 For each N, in one run, a DataFrame of six columns made by Spark (``spark.range``): the Parquet
-write of it (the baseline) and the cmi write, best of one run after a warm-up each (``write_times``,
+write of it (the baseline), the cmi write and the trivial Python sink's (``floor_source``: what
+Spark charges any Python data source's write), best of one run after a warm-up each (``write_times``,
 which bench.py's write section uses on the benchmark's own rows); the peak RSS of Spark's Python
 workers and of the driver during a further cmi write. Memory that does not grow with N shows the
 write streams.
@@ -29,6 +30,7 @@ from bench.common import PeakRss, best_of  # noqa: E402
 class WriteTimes:
     parquet_s: float
     cmi_s: float
+    floor_s: float  # the trivial Python sink (bench/dataset.py floor_source): Spark's cost of any Python write
     worker_mb: float  # peak RSS of the largest Python worker during a cmi write
     driver_mb: float  # peak RSS of the driver (Python and JVM) during a cmi write
     dump_mb: float
@@ -50,20 +52,25 @@ def write_times(df, directory: str, repeat: int) -> WriteTimes:
     try:
         parquet_s = best_of(lambda path: df.write.mode("overwrite").parquet(path), repeat, setup=fresh_output)
         cmi_s = best_of(write_cmi, repeat, setup=fresh_output)
+        floor_s = best_of(lambda path: df.write.format("bench_arrow_floor").mode("append").save(path), repeat,
+                          setup=fresh_output)
         output = fresh_output()
         with PeakRss() as rss:  # a run of its own: the sampler takes some CPU
             write_cmi(output)
         dump_mb = sum(entry.stat().st_size for entry in os.scandir(output) if entry.is_file()) / 1e6
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    return WriteTimes(parquet_s, cmi_s, rss.worker_mb, rss.driver_mb, dump_mb)
+    return WriteTimes(parquet_s, cmi_s, floor_s, rss.worker_mb, rss.driver_mb, dump_mb)
 
 
 def main(sizes) -> None:
     from pyspark.sql import SparkSession, functions as F
+    from bench.dataset import floor_source
     spark = SparkSession.builder.appName("cmi-bench-write").getOrCreate()
+    spark.dataSource.register(floor_source())
     print(f"machine: {os.cpu_count()} cores; Spark {spark.version}; master {spark.sparkContext.master}")
-    print(f"{'rows':>9} {'parquet s':>10} {'cmi s':>8} {'cmi/parquet':>11} {'max worker RSS MB':>18} "
+    print(f"{'rows':>9} {'parquet s':>10} {'floor s':>8} {'cmi s':>8} {'cmi/parquet':>11} {'cmi/floor':>9} "
+          f"{'max worker RSS MB':>18} "
           f"{'driver RSS MB':>14} {'dump MB':>8}")
     with tempfile.TemporaryDirectory(prefix="cmi-bench-write-") as tmp:
         for n in sizes:
@@ -75,7 +82,8 @@ def main(sizes) -> None:
                           F.concat(F.lit("name-"), (F.col("id") % 1000).cast("string")).alias("name"),
                           F.when(F.col("id") % 10 == 0, None).otherwise(F.lit("Zürich")).alias("city")))
             w = write_times(df, os.path.join(tmp, "out"), 1)
-            print(f"{n:>9} {w.parquet_s:>10.2f} {w.cmi_s:>8.2f} {w.cmi_s / w.parquet_s:>11.2f} {w.worker_mb:>18.0f} "
+            print(f"{n:>9} {w.parquet_s:>10.2f} {w.floor_s:>8.2f} {w.cmi_s:>8.2f} {w.cmi_s / w.parquet_s:>11.2f} "
+                  f"{w.cmi_s / w.floor_s:>9.2f} {w.worker_mb:>18.0f} "
                   f"{w.driver_mb:>14.0f} {w.dump_mb:>8.0f}")
     spark.stop()
 

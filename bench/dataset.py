@@ -104,8 +104,11 @@ def write_floor_files(n: int, directory: str, files: int) -> None:
 
 def floor_source():
     """A trivial Python data source (format ``bench_arrow_floor``) yielding the pre-built Arrow
-    batches of ``write_floor_files``: what any Python source costs Spark at the least."""
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    batches of ``write_floor_files``: what any Python source costs Spark at the least. Written
+    to, each task writes the batches Spark hands it to an Arrow IPC file of its own and the
+    commit does nothing: what any Python sink costs at the least (cmi's tasks spill so too)."""
+    from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
+                                        WriterCommitMessage)
     from pyspark.sql.pandas.types import from_arrow_schema
 
     class ArrowFilesReader(DataSourceReader):
@@ -121,6 +124,23 @@ def floor_source():
                 for i in range(reader.num_record_batches):
                     yield reader.get_batch(i)
 
+    class ArrowFilesWriter(DataSourceArrowWriter):
+        def __init__(self, directory):
+            self.directory = directory
+
+        def write(self, iterator):
+            from pyspark import TaskContext
+            os.makedirs(self.directory, exist_ok=True)
+            path = os.path.join(self.directory, f"part-{TaskContext.get().partitionId()}.arrow")
+            sink = None
+            for batch in iterator:
+                if sink is None:
+                    sink = ipc.new_file(path, batch.schema)
+                sink.write_batch(batch)
+            if sink is not None:
+                sink.close()
+            return WriterCommitMessage()
+
     class ArrowFilesSource(DataSource):
         @classmethod
         def name(cls):
@@ -131,6 +151,9 @@ def floor_source():
 
         def reader(self, schema):
             return ArrowFilesReader(self.options["path"])
+
+        def writer(self, schema, overwrite):
+            return ArrowFilesWriter(self.options["path"])
 
     return ArrowFilesSource
 

@@ -216,8 +216,9 @@ class _TypedReads(io.RawIOBase):
         return self._f.tell()
 
     def scatters(self) -> bool:
-        """Whether ``read_scattered`` reads straight into the caller's buffers (a local file)."""
-        return isinstance(self._f, io.FileIO)
+        """Whether ``read_scattered`` reads straight into the caller's buffers (a local file, on a
+        system with ``preadv``: not Windows)."""
+        return isinstance(self._f, io.FileIO) and hasattr(os, "preadv")
 
     def read_scattered(self, offset: int, views: Sequence[memoryview]) -> int:
         """Fill ``views`` in turn with the file's bytes from ``offset`` on, by one system call per
