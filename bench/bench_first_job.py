@@ -26,13 +26,15 @@ from typing import List, Tuple
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-DRIVER = """
+# A fresh driver's session, as a user's notebook starts one (bench_first_job_phases.py starts it too).
+SESSION = """
 import json, os, sys, time
 sys.path.insert(0, %(root)r)
 from pyspark.sql import SparkSession
 spark = (SparkSession.builder.master("local[*]").config("spark.ui.enabled", "false")
          .config("spark.sql.timeType.enabled", "true").getOrCreate())
-source, path = sys.argv[1], sys.argv[2]
+"""
+DRIVER = SESSION + """source, path = sys.argv[1], sys.argv[2]
 if source == "bench_arrow_floor":
     from bench.dataset import floor_source
     spark.dataSource.register(floor_source())

@@ -22,14 +22,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from bench.bench_first_job import SESSION  # noqa: E402
 
-DRIVER = """
-import json, sys, time
-sys.path.insert(0, %(root)r)
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master("local[*]").config("spark.ui.enabled", "false")
-         .config("spark.sql.timeType.enabled", "true").getOrCreate())
-how, path = sys.argv[1], sys.argv[2]
+DRIVER = SESSION + """how, path = sys.argv[1], sys.argv[2]
 fmt = "cmi"
 if how == "floor":
     from bench.dataset import floor_source

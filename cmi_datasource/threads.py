@@ -18,24 +18,29 @@ WORK_THREADS = min(os.cpu_count() or 1, 4)
 
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
-_POOL: Optional[ThreadPoolExecutor] = None
 
 
-def _pool() -> ThreadPoolExecutor:
-    """One pool for the process (a commit a micro-batch must not start one each time)."""
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(WORK_THREADS, thread_name_prefix="cmi-work")
-    return _POOL
+class ProcessPool:
+    """A thread pool made at its first use and kept for the process (a load of 10,000 small files
+    or a commit per micro-batch must not start one each time). A forked child has none of its
+    parent's threads: work handed to the parent's pool would wait for ever (a read in a child
+    forked after one in the parent hung), so the child makes its own."""
+
+    def __init__(self, threads: int, name: str):
+        self.threads, self.name = threads, name
+        self._pool: Optional[ThreadPoolExecutor] = None
+        os.register_at_fork(after_in_child=self._forget)
+
+    def __call__(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix=self.name)
+        return self._pool
+
+    def _forget(self) -> None:
+        self._pool = None
 
 
-def _forget_pool_after_fork() -> None:
-    """A forked child has none of its parent's threads: it starts a pool of its own."""
-    global _POOL
-    _POOL = None
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+_pool = ProcessPool(WORK_THREADS, "cmi-work")
 
 
 def ordered_map(work: Callable[[_Item], _Result], items: Iterable[_Item]) -> Iterator[_Result]:

@@ -14,7 +14,7 @@ import dataclasses
 import itertools
 import os
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from itertools import groupby
 from typing import (Any, BinaryIO, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Union,
@@ -27,6 +27,7 @@ from ..containers import CaptureReader, max_record_bytes, read_in_chunks
 from ..errors import CmiFormatError, CmiOptionError, KeptError, Location, RecordTooLargeError, TruncatedError
 from ..messages import Descriptor, MessageSpan, Origin, PhysicalMessage, UnjoinedMessage, crc32
 from ..option_table import Option
+from ..threads import ProcessPool
 
 Keep = Callable[[PhysicalMessage], PhysicalMessage]  # what a message index keeps of a message
 
@@ -387,25 +388,7 @@ def _damage_in(parse: Callable[..., Iterable[PhysicalMessage]], path: str, base:
     return None
 
 
-_POOL: Optional[ThreadPoolExecutor] = None
-
-
-def _parse_pool() -> ThreadPoolExecutor:
-    """One pool for the process: a load of 10,000 small files must not start a pool per file."""
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="cmi-parse")
-    return _POOL
-
-
-def _forget_pool_after_fork() -> None:
-    """A forked child has none of its parent's threads: work handed to the parent's pool would
-    wait forever (a read in a child forked after one in the parent hung), so it makes its own."""
-    global _POOL
-    _POOL = None
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+_parse_pool = ProcessPool(PARSE_THREADS, "cmi-parse")
 
 
 def _in_order(job, index: int, path: str, parse, keep: Optional[Keep]):
