@@ -16,7 +16,8 @@ them what a worker does for its first partition:
 
 Printed: the median of each phase over the runs and the ratio of cmi's whole to the floor's,
 both measured in this run (absolute times move with the machine), plus which of pandas and
-numba each process imported (pandas costs 0.4 s in a process that imports it).
+numba each process imported (pandas costs 0.4 s in a process that imports it), and how many of
+cmi's modules it compiled from source (none once ``make`` has compiled the tree's bytecode).
 """
 from __future__ import annotations
 
@@ -52,8 +53,12 @@ capture = Capture.open([%r])
 t2 = time.perf_counter()
 read(capture)
 t3 = time.perf_counter()
+import os
+from_source = sum(1 for name, m in list(sys.modules.items()) if name.startswith("cmi_datasource")
+                  and getattr(m, "__cached__", None) and not os.path.exists(m.__cached__))
 print(json.dumps({"imports": t1 - t0, "index": t2 - t1, "first batch": t3 - t2, "whole": t3 - t0,
-                  "pandas": "pandas" in sys.modules, "numba": "numba" in sys.modules}))
+                  "pandas": "pandas" in sys.modules, "numba": "numba" in sys.modules,
+                  "from source": from_source}))
 """ % SAMPLE
 
 
@@ -81,6 +86,9 @@ def main(runs: int) -> None:
         parts = ", ".join(f"{p} {median(results, p):.3f}" for p in phases)
         print(f"  {name:9} whole {median(results, 'whole'):.3f} ({parts}); imports pandas: "
               f"{results[0]['pandas']}, numba: {results[0]['numba']}")
+    if cmi[0]["from source"]:  # no bytecode and none written (PYTHONDONTWRITEBYTECODE=1): make compiles it
+        print(f"  cmi compiled {cmi[0]['from source']} of its modules from source in each process: "
+              "run `make .venv/.installed` (compileall) for what an installed package costs")
     for name, results in (("cmi", cmi), ("cmi numba", cmi_numba)):
         print(f"  {name} / floor: {median(results, 'whole') / median(floor, 'whole'):.2f}; "
               f"{name} - floor: {median(results, 'whole') - median(floor, 'whole'):.3f} s per worker")
