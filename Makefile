@@ -84,11 +84,12 @@ test: check-java test-tools lint typecheck docs
 	$(PY) -m pytest -q -m unit
 	$(PY) -m pytest -q -m "not unit"
 
-# Every performance target of issue 18 in one run (half an hour or more on 2 cores); writes bench/results.md.
+# Every performance target of issues 18 and 30 in one run (half an hour or more on 2 cores); writes bench/results.md.
 # BENCH_ARGS="--sections warm --rows 1000000" runs a part (.venv/bin/python bench/bench.py --help).
 BENCH_ARGS ?=
 bench: $(STAMP) check-java
 	$(PY) -m pip install --quiet ".[bench]"
+	$(compile_tree)
 	$(PY) bench/bench.py $(BENCH_ARGS)
 
 bench-decode: $(STAMP)
