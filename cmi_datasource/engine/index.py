@@ -13,10 +13,8 @@ which run in separate Python workers, share it.
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
-from typing import Iterator, List
+from typing import List
 
 from .. import cache
 from ..cmi.correl import MSGTYPE_CMI_HEADER
@@ -26,7 +24,7 @@ from ..payload.sas_dataset import RECORD_DATASET, RECORD_TYPE_SIZE, RECORD_VARIA
 from ..storage import identity, open_input
 from ..transports import CaptureFormat
 from ..transports.base import scan_recovering
-from .memo import KeptInMemory
+from .memo import KeptInMemory, collector_paused
 
 KEEP_BYTES = 256  # record types, counts and dataset definitions fit; the rest is re-read on demand
 INDEX_FORMAT = 6  # bump when what is cached changes shape
@@ -57,23 +55,8 @@ def scan(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
     """Messages of one capture file, damaged stretches as messages of their own; large payloads
     partial except pieces still to be joined."""
     is_piece = fmt.transport.is_piece
-    with _collector_paused():
+    with collector_paused():  # scanned alone too, when the index cache is not used
         return list(scan_recovering(fmt, path, keep=lambda m: m if is_piece(m) else slim(m)))
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while an index is built: its messages (a few objects each, no
-    cycles among them: reference counting frees what is dropped) only ever accumulate, and the
-    collector kept traversing them, about a third of the time of indexing a dump of 130,000 small
-    messages. It runs again after, as it would have."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 FINGERPRINT_BYTES = 64 << 10
@@ -120,9 +103,10 @@ def indexed(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
         return found
     _, size = key[:2]  # file_key: (path, size, ...)
     on_disk = size >= DISK_CACHED_FILE_BYTES
-    found = cache.load(key, list) if on_disk else None
-    if found is None:
-        found = scan(path, fmt)
-        if on_disk:
-            cache.store(key, found)
+    with collector_paused():  # unpickling a 5M-row dump's index (20,000 messages): 0.65 s -> 0.25 s
+        found = cache.load(key, list) if on_disk else None
+        if found is None:
+            found = scan(path, fmt)
+            if on_disk:
+                cache.store(key, found)
     return _MEMORY.put(key, found)
