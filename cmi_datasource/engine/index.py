@@ -13,6 +13,7 @@ which run in separate Python workers, share it.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import List
 
@@ -20,16 +21,18 @@ from .. import cache
 from ..cmi.correl import MSGTYPE_CMI_HEADER
 from ..containers import max_record_bytes
 from ..messages import PhysicalMessage, crc32, partial
-from ..payload.sas_dataset import RECORD_DATASET, RECORD_TYPE_SIZE, RECORD_VARIABLES, record_type_of
+from ..payload.sas_dataset import (RECORD_DATASET, RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES,
+                                   record_type_of)
 from ..storage import identity, open_input
-from ..transports import CaptureFormat
+from ..transports import CaptureFormat, Transport
 from ..transports.base import scan_recovering
 from .memo import KeptInMemory, collector_paused
 
-KEEP_BYTES = 256  # record types, counts and dataset definitions fit; the rest is re-read on demand
-INDEX_FORMAT = 6  # bump when what is cached changes shape
-# About 600 bytes a message held: a 5M-row dump's index (20,000 messages) is kept, a 20M-row
-# dump's is read again from the disk cache when it is needed (a kept plan mostly saves that).
+KEEP_BYTES = 256  # of a large message that is no observations; the rest is re-read on demand
+INDEX_FORMAT = 7  # bump when what is cached changes shape
+# About 600 bytes a message held (1,260 with the MQMD and 256-byte observation heads): a 5M-row
+# dump's index (20,000 messages) is kept, a 20M-row dump's is read again from the disk cache when
+# it is needed (a kept plan mostly saves that).
 MESSAGES_KEPT_IN_MEMORY = 50_000
 _MEMORY: KeptInMemory[List[PhysicalMessage]] = KeptInMemory(16, MESSAGES_KEPT_IN_MEMORY, len)
 
@@ -42,21 +45,39 @@ KEEP_DEFINITIONS_BYTES = 64 << 10
 
 def slim(message: PhysicalMessage) -> PhysicalMessage:
     """What planning keeps of a message: attachment headers and definitions whole, other large
-    payloads partial."""
+    payloads partial; of large observations (nearly every message of a dataset) only their
+    record type, all that planning reads of them (a 5M-row dump's index held 256 bytes of each)."""
     descriptor = message.descriptor
-    if descriptor is not None and (descriptor.msg_type == MSGTYPE_CMI_HEADER or (
-            RECORD_TYPE_SIZE <= len(message.payload) <= KEEP_DEFINITIONS_BYTES
-            and record_type_of(message) in (RECORD_DATASET, RECORD_VARIABLES))):
+    if descriptor is None:
+        return partial(message, KEEP_BYTES)
+    if descriptor.msg_type == MSGTYPE_CMI_HEADER:
         return message
+    if len(message.payload) >= RECORD_TYPE_SIZE:
+        record_type = record_type_of(message)
+        if record_type in (RECORD_DATASET, RECORD_VARIABLES) and len(message.payload) <= KEEP_DEFINITIONS_BYTES:
+            return message
+        if record_type == RECORD_OBSERVATIONS and len(message.payload) > KEEP_BYTES:  # partial either way
+            return partial(message, RECORD_TYPE_SIZE)
     return partial(message, KEEP_BYTES)
 
 
 def scan(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
     """Messages of one capture file, damaged stretches as messages of their own; large payloads
-    partial except pieces still to be joined."""
-    is_piece = fmt.transport.is_piece
+    partial and the transport's details as it keeps them in an index (``index_details``), except
+    pieces still to be joined."""
+    transport = fmt.transport
     with collector_paused():  # scanned alone too, when the index cache is not used
-        return list(scan_recovering(fmt, path, keep=lambda m: m if is_piece(m) else slim(m)))
+        return list(scan_recovering(fmt, path, keep=lambda message: entry(message, transport)))
+
+
+def entry(message: PhysicalMessage, transport: Transport) -> PhysicalMessage:
+    """What the index of a file keeps of one of its messages: a piece as it is (joined later),
+    any other ``slim`` with the details its transport keeps (``Transport.index_details``)."""
+    if transport.is_piece(message):
+        return message
+    message = slim(message)
+    details = transport.index_details(message)
+    return message if details is message.details else dataclasses.replace(message, details=details)
 
 
 FINGERPRINT_BYTES = 64 << 10
