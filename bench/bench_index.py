@@ -6,7 +6,8 @@ process's memory high-water (issue 30, targets 2 and 6 of ``make bench``).
 Each DUMP is ``touch``ed first (a new ctime: a new index key, so the index is built, not loaded
 from the disk cache), then planned by ``reading.plan`` in a child process that reports its time,
 its CPU time (user and system, all threads: the machine is shared, wall times are noisy) and its
-``ru_maxrss``. Runs alternate between dumps when several are given. ``--warm``: the same, in a second process
+``ru_maxrss``. Runs alternate between dumps when several are given. ``--steps``: also the CPU
+of the scan, of storing the index and of the plan, each alone. ``--warm``: the same, in a second process
 that finds the index the first stored in the disk cache (what a warm read's planning does).
 """
 from __future__ import annotations
@@ -20,31 +21,47 @@ import tempfile
 
 CHILD = r"""
 import json, resource, sys, time
-path, profile = sys.argv[1], sys.argv[2] == "1"
+path, profile, steps_wanted = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 import cmi_datasource
 from cmi_datasource.engine import reading, index
 from cmi_datasource.transports import capture_format
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 fmt = capture_format("dmpmqmsg")
 started = time.perf_counter()
+def cpu():
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
+steps = {}
 if profile:  # the index alone, profiled; the plan then finds it in memory
     import cProfile, pstats
     cProfile.run("index.indexed(path, fmt)", "/tmp/bench_index.prof")
     pstats.Stats("/tmp/bench_index.prof").sort_stats("tottime").print_stats(18)
+elif steps_wanted:  # CPU of each step: the scan, storing the index, the plan (index in memory)
+    from cmi_datasource import cache
+    at = cpu()
+    messages = index.scan(path, fmt)
+    steps["scan_cpu_s"], at = cpu() - at, cpu()
+    key = index.index_key(path, fmt)
+    cache.store(key, messages)
+    index._MEMORY.put(key, messages)
+    steps["store_cpu_s"], at = cpu() - at, cpu()
+plan_at = cpu()
 plan = reading.plan(reading.load_of([path]))
+if steps:
+    steps["plan_cpu_s"] = cpu() - plan_at
 planned = time.perf_counter()
-used = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"plan_s": planned - started, "cpu_s": used.ru_utime + used.ru_stime,
+print(json.dumps({"plan_s": planned - started, "cpu_s": cpu(), **steps,
                   "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "imported_mb": before / 1024}))
 """
 
 
-def run_once(path: str, profile: bool, env: dict, warm: bool = False) -> dict:
+def run_once(path: str, profile: bool, env: dict, warm: bool = False, steps: bool = False) -> dict:
     os.utime(path)  # a new ctime: the index key changes
     runs = 2 if warm else 1  # warm: the second process finds the index the first stored on disk
     for _ in range(runs):
-        done = subprocess.run([sys.executable, "-c", CHILD, path, "1" if profile else "0"], env=env,
+        done = subprocess.run([sys.executable, "-c", CHILD, path, "1" if profile else "0",
+                               "1" if steps else "0"], env=env,
                               capture_output=True, text=True, check=True)
     if profile:
         print(done.stdout)
@@ -57,12 +74,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--warm", action="store_true", help="plan with the index already in the disk cache")
+    parser.add_argument("--steps", action="store_true", help="CPU of the scan, storing the index and the plan")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, CMI_DATASOURCE_CACHE=cache)
         for _ in range(args.repeat):
             for path in args.dumps:
-                print(path, json.dumps(run_once(path, args.profile, env, args.warm)), flush=True)
+                print(path, json.dumps(run_once(path, args.profile, env, args.warm, args.steps)), flush=True)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,21 @@ class Origin(NamedTuple):
 ContentKey = Tuple[int, int]
 
 
+class _DetailsReread:
+    """The ``details`` of a message whose index entry left them out: its transport's
+    ``index_details`` kept nothing of them, and the messages view, which alone reads them,
+    takes them from the message re-read. One object, pickled by name."""
+
+    def __repr__(self) -> str:
+        return "DETAILS_REREAD"
+
+    def __reduce__(self) -> str:
+        return "DETAILS_REREAD"
+
+
+DETAILS_REREAD = _DetailsReread()
+
+
 @dataclass(frozen=True)
 class PhysicalMessage:
     """What a message is (its descriptor and payload), kept apart from where it came from

@@ -29,7 +29,7 @@ from ..payload.sas_dataset import RECORD_OBSERVATIONS, DatasetLayout, RecordStre
 from ..transports import CaptureFormat, Transport, capture_format, detect_format
 from .reread import planned_messages, reread
 from .index import MESSAGES_KEPT_IN_MEMORY, file_key, indexed, scan, slim
-from .memo import KeptInMemory
+from .memo import KeptInMemory, collector_paused
 from .recovery import Recovery, recover
 from .paths import resolve_paths
 
@@ -171,10 +171,12 @@ class Capture:
         if skipped and not chosen and not may_be_empty:
             raise skipped[0][1]
         formats = {f: fmt.name for f, fmt in chosen.items()}
-        logical, unjoined = logical_messages(messages, formats)
-        logical = [slim(m) if m.parts else m for m in logical]
+        with collector_paused():  # a partition of the messages view opens its capture too
+            logical, unjoined = logical_messages(messages, formats)
+            logical = [slim(m) if m.parts else m for m in logical]
+            assembly = assemble(logical, charsets, unjoined)
         compressed = frozenset(f for f in chosen if compression_of(f) is not None)
-        return cls(list(chosen), messages, assemble(logical, charsets, unjoined), charsets, unjoined, formats,
+        return cls(list(chosen), messages, assembly, charsets, unjoined, formats,
                    compressed, tuple(lost for lost, _ in skipped))
 
     @property

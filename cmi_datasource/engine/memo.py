@@ -3,8 +3,10 @@ size of the captures: a worker lives for many jobs, and one that planned a 20M-r
 index and capture (150 MB) through every later task."""
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections import OrderedDict
-from typing import Callable, Generic, Hashable, Optional, TypeVar
+from typing import Callable, Generic, Hashable, Iterator, Optional, TypeVar
 
 Value = TypeVar("Value")
 
@@ -48,3 +50,20 @@ class KeptInMemory(Generic[Value]):
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._values
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a message index is built and stored, or a load
+    planned: they make many small objects (a few per message, no cycles among them: reference
+    counting frees what is dropped) that only accumulate, and the collector kept traversing
+    them and the index they sit beside: about a third of the time of indexing a dump of 130,000
+    small messages, and half of planning a 5M-row dump (20,000 messages: 0.7 s -> 0.37 s). It
+    runs again after, as it would have."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -22,7 +22,7 @@ from ..errors import CmiError
 from .capture import held_open
 from .index import file_key
 from .load import Load
-from .memo import KeptInMemory
+from .memo import KeptInMemory, collector_paused
 from .plan import NoRows, Part
 from .views import view
 
@@ -85,7 +85,7 @@ def planned(load: Load, plan_errors_later: bool = False) -> Plan:
         found = _kept(key)
         if found is not None:
             return found
-        with held_open():
+        with held_open(), collector_paused():
             made = _plan(load, plan_errors_later)
         return made if made.parts is None else _keep(key, made)
 

@@ -2,6 +2,7 @@
 a capture or, for external files, from plans; ``views.py`` puts them in partitions."""
 from __future__ import annotations
 
+import dataclasses
 from itertools import groupby
 from typing import Collection, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -11,7 +12,7 @@ from ..cmi.assembly import ROLE_OTHER, message_code_page
 from ..cmi.correl import KEY
 from ..cmi.header import ATTACHMENT_DATASET
 from ..errors import CmiFormatError, message_number
-from ..messages import PhysicalMessage
+from ..messages import DETAILS_REREAD, PhysicalMessage
 from ..payload.external_file import read_external_file
 from ..payload.sas_dataset import record_type_of
 from ..transports import capture_format, transports
@@ -172,8 +173,7 @@ def message_batches(capture: Capture, source: Optional[str] = None, batch_rows: 
             held += chosen[stop].length
             stop += 1
         group = chosen[start:stop]
-        rows = [_message_row(capture, m, payload, dataset_keys)
-                for m, payload in zip(group, _payloads(capture, group))]
+        rows = [_message_row(capture, m, dataset_keys) for m in _whole(capture, group)]
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
         start = stop
 
@@ -188,11 +188,12 @@ def messages_table(capture: Capture, source: Optional[str] = None) -> pa.Table:
     return pa.Table.from_batches(list(message_batches(capture, source)), schema=messages_schema())
 
 
-def _payloads(capture: Capture, messages: Sequence[PhysicalMessage]) -> List[bytes]:
-    """Each message's whole payload; the partial ones re-read in one pass per file."""
-    partial = [m for m in messages if m.is_partial]
-    again: Dict[Tuple[str, int], bytes] = {}
-    for source, group in groupby(partial, key=lambda m: m.source):
+def _whole(capture: Capture, messages: Sequence[PhysicalMessage]) -> List[PhysicalMessage]:
+    """The messages with their whole payload and details: those planning kept only the start or
+    the details of (``Transport.index_details``) re-read in one pass per file."""
+    again: Dict[Tuple[str, int], PhysicalMessage] = {}
+    wanted = [m for m in messages if m.is_partial or m.details is DETAILS_REREAD]
+    for source, group in groupby(wanted, key=lambda m: m.source):
         run = list(group)
         fmt = capture_format(capture.formats[source])
         for planned, found in zip(run, fmt.reread([m.span for m in run])):
@@ -201,8 +202,16 @@ def _payloads(capture: Capture, messages: Sequence[PhysicalMessage]) -> List[byt
             if found.content_key != planned.content_key:
                 raise CmiFormatError("the message differs from the one planned: the file changed while it "
                                      "was being read", found.location())
-            again[(source, planned.index)] = found.payload
-    return [again[(m.source, m.index)] if m.is_partial else m.payload for m in messages]
+            again[(source, planned.index)] = found
+    return [_reread_into(m, again.get((m.source, m.index))) for m in messages]
+
+
+def _reread_into(planned: PhysicalMessage, found: Optional[PhysicalMessage]) -> PhysicalMessage:
+    """The planned message with what re-reading gave of it (its payload, its details)."""
+    if found is None:
+        return planned
+    return dataclasses.replace(planned, payload=found.payload, full_key=None,
+                               details=found.details if planned.details is DETAILS_REREAD else planned.details)
 
 
 def _message_ref(source: str, index: int) -> Dict[str, object]:
@@ -210,7 +219,7 @@ def _message_ref(source: str, index: int) -> Dict[str, object]:
     return {"source": source, "index": message_number(index)}
 
 
-def _message_row(capture: Capture, m: PhysicalMessage, payload: bytes, dataset_keys) -> Dict[str, object]:
+def _message_row(capture: Capture, m: PhysicalMessage, dataset_keys) -> Dict[str, object]:
     transport = capture.transport_of(m)
     role, key, sequence = capture.assembly.roles.get((m.source, m.index), (ROLE_OTHER, None, None))
     record_type = None
@@ -223,7 +232,7 @@ def _message_row(capture: Capture, m: PhysicalMessage, payload: bytes, dataset_k
            "attachment": _hex(key), "sequence": sequence, "record_type": record_type,
            "length": m.captured_length, "in_attachment": role != ROLE_OTHER,
            "duplicate_of": _message_ref(*repeated) if repeated else None, "problem": m.problem,
-           "payload": payload}
+           "payload": m.payload}
     d = m.descriptor
     if d is not None:
         row.update({"msg_type": d.msg_type, "correl_id": _hex(d.correl_id), "encoding": d.encoding,

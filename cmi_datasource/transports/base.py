@@ -199,6 +199,12 @@ class Transport:
         (the message index keeps pieces whole)."""
         return False
 
+    def index_details(self, message: PhysicalMessage) -> Any:
+        """What a message index keeps of the ``details`` of a message that is no piece: all of
+        them by default. A transport whose planning never reads them may answer
+        ``messages.DETAILS_REREAD``: the messages view then re-reads the message for them."""
+        return message.details
+
     def message_row(self, message: PhysicalMessage) -> Dict[str, Any]:
         """The message's values of ``message_columns``; it may also give the common columns
         ``msg_type``, ``correl_id`` (hex), ``encoding`` and ``ccsid`` as captured, when they

@@ -8,6 +8,7 @@ import pytest
 
 from cmi_datasource import Capture, cache, read
 from cmi_datasource.engine import index
+from cmi_datasource.messages import DETAILS_REREAD
 from cmi_datasource.transports.mq.dmpmqmsg import read_dump, write_dump
 from cmi_datasource.engine.decode import slice_batches
 from cmi_datasource.engine.plan import partition_target
@@ -24,10 +25,28 @@ def test_planning_keeps_only_the_start_of_large_payloads(tmp_path):
     with open(path, "wb") as f:
         write_dump(f, build_mq_messages([DatasetToWrite(TABLE, "LIB", "BIG")]))  # 32 KiB messages
     cap = Capture.open(str(path))
-    observation_messages = [m for m in cap.messages if m.length > index.KEEP_BYTES]
-    assert observation_messages and all(m.is_partial and len(m.payload) == index.KEEP_BYTES
-                                        for m in observation_messages)
+    large = [m for m in cap.messages if m.length > index.KEEP_BYTES]
+    assert large and all(m.is_partial for m in large)
+    # Observations down to their record type (3, as this dump's encoding writes an int), the rest to KEEP_BYTES.
+    kept = {(m.payload if len(m.payload) == 4 else len(m.payload)) for m in large}
+    assert kept == {(3).to_bytes(4, "little")}
     assert read(cap).to_pylist() == TABLE.to_pylist()
+
+
+def test_the_index_keeps_no_mqmd_and_the_messages_view_rereads_it(tmp_path):
+    # The MQMD is half of an index entry and planning never reads it: the index leaves it out
+    # (Transport.index_details) and the messages view takes it from the message re-read, small
+    # messages (kept whole) too.
+    pairs = build_mq_messages([DatasetToWrite(TABLE, "LIB", "BIG")])
+    path = tmp_path / "wide.dmp"
+    with open(path, "wb") as f:
+        write_dump(f, pairs)
+    cap = Capture.open(str(path))
+    assert all(m.details is DETAILS_REREAD for m in cap.messages)
+    assert any(not m.is_partial for m in cap.messages) and any(m.is_partial for m in cap.messages)
+    rows = read(str(path), view="messages").to_pylist()
+    assert [(r["msg_id"], r["put_time"], r["data_ccsid"], r["payload"]) for r in rows] == [
+        (d.msg_id.hex().upper(), d.put_time, d.ccsid, payload) for d, payload in pairs]
 
 
 @pytest.mark.parametrize("target", [5_000, 20_011, 333_333, 10 ** 9])
@@ -83,7 +102,7 @@ def test_building_an_index_leaves_the_cycle_collector_as_it_was(big_dump, tmp_pa
     # also when the scan fails, and stay off for a caller that had turned it off.
     whole = list(read_dump(big_dump))
     assert gc.isenabled()
-    assert index.scan(big_dump, DMPMQMSG) == [index.slim(m) for m in whole] and gc.isenabled()
+    assert index.scan(big_dump, DMPMQMSG) == [index.entry(m, DMPMQMSG.transport) for m in whole] and gc.isenabled()
 
     def failing(*_, **__):
         assert not gc.isenabled()
