@@ -6,7 +6,7 @@
    its cache (0.35 s). Each releases the GIL while it works, as the numba kernels (nogil) do.
 
    Arrays come through the buffer protocol (numpy arrays, bytes, bytearray): C-contiguous, of
-   the element type the kernel reads, which is checked. Unlike the numba kernels, which trust
+   the element type the kernel reads, aligned to it, which is checked. Unlike the numba kernels, which trust
    their callers' bounds, every index written or read is checked here against its buffer,
    before the loops where that is possible: a bad call raises ValueError, never touches memory
    outside its buffers. */
@@ -45,6 +45,14 @@ take(PyObject *obj, Py_buffer *view, const char *name, char kind, Py_ssize_t ite
         PyErr_Format(PyExc_TypeError, "%s: expected a %d-dimensional array of %c%zd, not format %s of %zd bytes, "
                      "%d dimensions", name, ndim, kind, itemsize, view->format ? view->format : "B",
                      view->itemsize, view->ndim);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    /* The kernels read items through typed pointers, which must be aligned (C's rule, not only the
+       machine's: a misaligned int64_t load is undefined behaviour, which UBSan reports). numpy makes
+       aligned arrays; a view at an odd offset (np.frombuffer(..., offset=3)) is refused. */
+    if ((uintptr_t)view->buf % (uintptr_t)view->itemsize != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: the array is not aligned to its %zd-byte items", name, view->itemsize);
         PyBuffer_Release(view);
         return -1;
     }
