@@ -360,13 +360,23 @@ decode_spans(PyObject *self, PyObject *args)
         release(v, 7);
         return PyErr_Format(PyExc_ValueError, "decode_spans: ends, heads and lengths need %zd items each", spans);
     }
+    if (w < 0 || w > v[4].len || hw < 0 || hw > v[5].len) {
+        release(v, 7);
+        return PyErr_Format(PyExc_ValueError, "decode_spans: w %zd or hw %zd lies outside out (%zd bytes) or "
+                            "head_out (%zd bytes)", w, hw, v[4].len, v[5].len);
+    }
+    /* Each span's head has its slots in head_out (the caller reserves them): checked here, so that
+       no sum of heads, however large they claim to be, overflows (undefined behaviour in C, which
+       UBSan found with heads near 2**63). */
+    Py_ssize_t head_room = v[5].len - hw;
     for (Py_ssize_t s = first; s < spans; s++) {
-        if (starts[s] < 0 || ends[s] < starts[s] || ends[s] > v[0].len || heads[s] < 0) {
+        if (starts[s] < 0 || ends[s] < starts[s] || ends[s] > v[0].len || heads[s] < 0 || heads[s] > head_room) {
             release(v, 7);
             return PyErr_Format(PyExc_ValueError, "decode_spans: span %zd [%lld:%lld) lies outside a text of %zd "
-                                "bytes or has a negative head", s, (long long)starts[s], (long long)ends[s],
-                                v[0].len);
+                                "bytes, or its head of %lld bytes outside head_out", s, (long long)starts[s],
+                                (long long)ends[s], v[0].len, (long long)heads[s]);
         }
+        head_room -= heads[s];
     }
     uint8_t *digits = PyMem_RawMalloc(DIGIT_BLOCK + 8);
     if (digits == NULL) {

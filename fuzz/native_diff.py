@@ -217,9 +217,11 @@ def written_extent(kernel: Kernel, args: Sequence, outputs: Sequence[int]) -> Li
     return extents
 
 
-def cut_short(kernel: Kernel, args: list, outputs: Sequence[int], cuts: Sequence[int], name: str) -> None:
+def cut_short(kernel: Kernel, args: list, outputs: Sequence[int], cuts: Sequence[int], name: str,
+              reserved: Sequence[int] = ()) -> None:
     """The C kernel with the byte buffers at ``outputs`` cut to ``cuts`` bytes: it must refuse the
-    call exactly when numba, with room, writes past a cut, and otherwise give numba's bytes."""
+    call exactly when numba, with room, writes past a cut or a cut leaves less than ``reserved``
+    bytes (what the kernel checks before it starts), and otherwise give numba's bytes."""
     if misaligned(args):  # refused whatever the buffers (``same``)
         return
     extents = written_extent(kernel, args, outputs)
@@ -228,7 +230,7 @@ def cut_short(kernel: Kernel, args: list, outputs: Sequence[int], cuts: Sequence
     for i, cut in zip(outputs, cuts):
         short[i] = args[i][:cut]
     got = native(kernel, short, name, refused_ok=True)
-    overflows = any(extent > cut for extent, cut in zip(extents, cuts))
+    overflows = any(max(extent, need) > cut for extent, need, cut in zip(extents, [*reserved, *[0] * len(cuts)], cuts))
     if got is None:
         if not overflows:
             raise KernelMismatch(name, "refused a buffer large enough", f"writes end at {extents}, cut to {list(cuts)}")
@@ -397,12 +399,13 @@ def check_decode_spans(p: Parameters, data: bytes) -> None:
         raise KernelMismatch("decode_spans", "result outside the call", f"({failed}, {w_end}, {hw_end})")
     if p.chance(3):  # out or head_out cut short
         cut_short(dump_spans._decode_spans, args, [5, 7], [p.integer(0, room), p.integer(0, head_room)],
-                  "decode_spans")
+                  "decode_spans", reserved=[w, hw + int(head_array[first:].sum())])
     if p.chance(2):  # heads no buffer holds (a damaged length), beside small buffers
         huge = list(args)
         huge[3] = np.array([p.choice((1 << 40, (1 << 62) + 1, (1 << 63) - 1, 1 << 31)) for _ in spans], np.int64)
         huge[8] = p.choice((0, 1 << 62, (1 << 63) - 1))
-        native(dump_spans._decode_spans, huge, "decode_spans", refused_ok=True)
+        if huge[8] > head_room or first < len(spans):  # the heads cannot have their slots
+            refused(dump_spans._decode_spans, huge, "decode_spans", "heads larger than head_out")
     if p.chance(1) and first < len(spans):
         one_refused(p, dump_spans._decode_spans, args, "decode_spans",
                     [("a span past the text", 2, ends + len(text) + 1), ("first < 0", 4, -1),

@@ -295,6 +295,22 @@ def test_misaligned_arrays_are_refused_not_read():
     assert hex_lines.x_run.native_function()(odd_text, 8, len(odd_text), np.zeros(8, np.uint8)) == (14, 2)
 
 
+def test_heads_larger_than_head_out_are_refused_before_any_sum_overflows():
+    # Found by fuzz/native_diff.py under UBSan: spans of empty X lines (no digit: nothing written)
+    # with heads of 2**63 - 1 each made decode_spans add them to hw, "signed integer overflow:
+    # 1 + 9223372036854775807" (undefined behaviour in C). The slots of every head must lie in
+    # head_out (the caller reserves them): checked before decoding.
+    text = np.frombuffer(b"X \nX \n", np.uint8)
+    starts, ends, lengths = np.array([0, 3], np.int64), np.array([3, 6], np.int64), np.zeros(2, np.int64)
+    decode = dump_spans._decode_spans.native_function()
+    for heads, hw in (([2 ** 63 - 1, 2 ** 63 - 1], 1), ([2, 3], 0), ([0, 0], 5)):
+        with pytest.raises(ValueError, match="outside head_out|hw"):
+            decode(text, starts, ends, np.array(heads, np.int64), 0, np.zeros(4, np.uint8), 0, np.zeros(4, np.uint8),
+                   hw, lengths)
+    # Heads with their slots: both kernels give the empty payloads.
+    assert _decode_spans_twins(b"X \nX \n", [(0, 3), (3, 6)], [2, 2]) == (2, 5, 4)
+
+
 # ---- numeric, character and temporal fields --------------------------------------------------------------
 
 @settings(max_examples=200)
