@@ -112,10 +112,9 @@ fuzz: $(STAMP)
 	$(PY) fuzz/run.py --seconds $(FUZZ_SECONDS) --targets "$(FUZZ_TARGETS)"
 
 # The C kernels under AddressSanitizer and UBSan (scripts/sanitize_native.sh): built apart in a temporary
-# directory, then test_native_kernels.py, test_native_diff.py and FUZZ_SECONDS of the native_kernels target.
+# directory, then test_native_kernels.py, test_native_diff.py and SANITIZE_SECONDS of the native_kernels target.
 SANITIZE_SECONDS ?= 120
 sanitize: $(STAMP)
-	$(PY) -c "import atheris" 2>/dev/null || $(PY) -m pip install --quiet atheris
 	PY=$(PY) FUZZ_SECONDS=$(SANITIZE_SECONDS) scripts/sanitize_native.sh
 
 # The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or anchor.

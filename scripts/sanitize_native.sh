@@ -2,9 +2,11 @@
 # The C kernels (cmi_datasource/_native.c) under AddressSanitizer and UndefinedBehaviorSanitizer:
 # the module is compiled with -fsanitize=address,undefined into a temporary directory (never into
 # the tree), loaded in place of the tree's build by a sitecustomize there, then
-# spark_tests/unit/test_native_kernels.py and the differential fuzz target (fuzz/native_diff.py,
-# under atheris when FUZZ_SECONDS > 0) run with it. Any report of either sanitizer aborts the run
-# (halt_on_error, -fno-sanitize-recover): the exit status is then non-zero.
+# spark_tests/unit/test_native_kernels.py, test_native_diff.py and, for FUZZ_SECONDS, the
+# differential fuzz target (fuzz/native_diff.py, its corpus replayed and mutated) run with it. Any
+# report of either sanitizer aborts the run (-fno-sanitize-recover, halt_on_error): the exit status
+# is then non-zero. No -fwrapv (Python's own flag, which setup.py's build inherits): a signed
+# overflow is reported, not wrapped.
 #
 #   scripts/sanitize_native.sh                  # the tests, then 120 s of the fuzz target
 #   FUZZ_SECONDS=0 scripts/sanitize_native.sh   # the tests alone
@@ -46,7 +48,9 @@ cd "$ROOT"
 "$PY" -c 'import cmi_datasource._native as m, os, sys; assert m.__file__ == os.environ["CMI_NATIVE_SANITIZED"], m.__file__; print("sanitized module:", m.__file__)'
 "$PY" -m pytest -q -s -p no:cacheprovider spark_tests/unit/test_native_kernels.py spark_tests/unit/test_native_diff.py
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
-    # make fuzz's corpus (fuzz/corpus/native_kernels): what longer runs kept is replayed first.
-    "$PY" fuzz/run.py --seconds "$FUZZ_SECONDS" --targets native_kernels --results "" \
-        --crashes "$ROOT/fuzz/crashes/sanitized" --out "$ROOT/fuzz/out/sanitized"
+    # Not under atheris: with libasan loaded, libFuzzer gets no coverage and keeps no corpus. The
+    # target's own loop replays make fuzz's corpus (fuzz/corpus/native_kernels) and mutates it; the
+    # input a sanitizer aborts on is left in fuzz/out/sanitized/native_kernels.last.
+    "$PY" -m fuzz.native_diff --seconds "$FUZZ_SECONDS" --crashes "$ROOT/fuzz/crashes/sanitized" \
+        --last "$ROOT/fuzz/out/sanitized/native_kernels.last"
 fi

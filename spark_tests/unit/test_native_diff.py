@@ -103,3 +103,26 @@ def _any_found(kernel: str) -> bool:
         except KernelMismatch:
             return True
     return False
+
+
+def test_the_sanitizer_runs_driver_replays_a_corpus_and_keeps_a_difference(tmp_path, monkeypatch):
+    """``python -m fuzz.native_diff`` (what scripts/sanitize_native.sh runs under ASan): the corpus
+    first, each input left in ``--last`` before it runs, a difference kept and the status 1."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    kept = make_input("gather_fields", bytes(PARAMETER_BYTES), bytes(range(64)))
+    (corpus / "one").write_bytes(kept)
+    options = ["--seconds", "1", "--corpus", str(corpus), "--crashes", str(tmp_path / "crashes"),
+               "--last", str(tmp_path / "last.bin")]
+    assert native_diff.main(options) == 0
+    assert (tmp_path / "last.bin").exists() and not (tmp_path / "crashes").exists()
+    twin = KERNELS["gather_fields"][0]
+    right = twin.native_function()
+
+    def zero_bits(flat, stride, count, offsets, widths, little, bits, nan):
+        right(flat, stride, count, offsets, widths, little, bits, nan)
+        bits[...] = 0
+
+    monkeypatch.setattr(twin, "native_function", lambda: zero_bits)
+    assert native_diff.main(options) == 1
+    assert list((tmp_path / "crashes").iterdir())
