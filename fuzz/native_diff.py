@@ -644,7 +644,7 @@ def mutate(data: bytes, rng) -> bytes:
 
 
 def main(argv=None) -> int:
-    """Inputs of a corpus and the seeds, mutated at random, for a time: the sanitizer run's driver.
+    """Inputs of a corpus and the seeds, then mutations of them, for a time: the sanitizer run's driver.
 
     Under ASan, libasan provides the coverage hooks atheris' libFuzzer would read, so libFuzzer
     runs blind and keeps no corpus; this replays what ``make fuzz`` kept (``fuzz/corpus/native_kernels``)
@@ -660,18 +660,20 @@ def main(argv=None) -> int:
     parser.add_argument("--corpus", default=os.path.join(ROOT, "fuzz", "corpus", "native_kernels"))
     parser.add_argument("--crashes", default=os.path.join(ROOT, "fuzz", "crashes", "native_kernels"))
     parser.add_argument("--last", default=os.path.join(ROOT, "fuzz", "out", "native_kernels.last"))
+    parser.add_argument("--runs", type=int, default=0, help="stop after this many inputs (0: the time alone)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    pool = native_kernels_seeds()
+    pool = []
     for path in sorted(glob.glob(os.path.join(args.corpus, "*"))):
         with open(path, "rb") as f:
             pool.append(f.read())
+    pool += native_kernels_seeds()
     os.makedirs(os.path.dirname(args.last), exist_ok=True)
     rng = random.Random(args.seed)
     runs, found = 0, {}
     deadline = time.monotonic() + args.seconds
     replayed = iter(pool)  # the corpus as it is first, then mutations of it
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (args.runs and runs >= args.runs):
         data = next(replayed, None)
         if data is None:
             data = mutate(rng.choice(pool), rng)

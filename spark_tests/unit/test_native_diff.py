@@ -107,15 +107,18 @@ def _any_found(kernel: str) -> bool:
 
 def test_the_sanitizer_runs_driver_replays_a_corpus_and_keeps_a_difference(tmp_path, monkeypatch):
     """``python -m fuzz.native_diff`` (what scripts/sanitize_native.sh runs under ASan): the corpus
-    first, each input left in ``--last`` before it runs, a difference kept and the status 1."""
+    first (then the seeds), each input left in ``--last`` before it runs, a difference kept and
+    the status 1."""
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    kept = make_input("gather_fields", bytes(PARAMETER_BYTES), bytes(range(64)))
+    kept = make_input("gather_fields", bytes(range(7, 7 + PARAMETER_BYTES)), bytes(range(64)))
     (corpus / "one").write_bytes(kept)
-    options = ["--seconds", "1", "--corpus", str(corpus), "--crashes", str(tmp_path / "crashes"),
+    options = ["--seconds", "600", "--runs", "30", "--corpus", str(corpus), "--crashes", str(tmp_path / "crashes"),
                "--last", str(tmp_path / "last.bin")]
     assert native_diff.main(options) == 0
     assert (tmp_path / "last.bin").exists() and not (tmp_path / "crashes").exists()
+    assert native_diff.main(options[:3] + ["1"] + options[4:]) == 0
+    assert (tmp_path / "last.bin").read_bytes() == kept
     twin = KERNELS["gather_fields"][0]
     right = twin.native_function()
 
