@@ -630,6 +630,7 @@ def mutate(data: bytes, rng) -> bytes:
     byte and the parameter block, where one byte changes the whole call."""
     out = bytearray(data or b"\0")
     for _ in range(rng.randint(1, 6)):
+        out = out or bytearray(1)  # a deletion may have emptied it
         op = rng.randrange(5)
         at = rng.randrange(min(len(out), 1 + PARAMETER_BYTES)) if rng.random() < 0.6 else rng.randrange(len(out))
         if op <= 1:
