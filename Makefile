@@ -14,7 +14,7 @@ export PYTHONPATH := $(CURDIR)
 export PATH := $(PATH):/usr/sbin:/sbin
 SOURCES := pyproject.toml setup.py pyspark_cmi.py $(shell find cmi_datasource -name '*.py' -o -name '*.c')
 
-.PHONY: demo test test-tools lint typecheck docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb bench-stream check-java clean fuzz
+.PHONY: demo test test-tools lint typecheck docs samples notebook bench bench-fresh-worker bench-decode bench-write bench-captures bench-sapdb bench-stream check-java clean fuzz sanitize
 
 # A regular (not editable) install: Spark discovers the `cmi` format by listing top-level
 # pyspark_* modules on sys.path, which an editable install's import hook would hide.
@@ -121,6 +121,12 @@ FUZZ_TARGETS ?=
 fuzz: $(STAMP)
 	$(PY) -c "import atheris" 2>/dev/null || $(PY) -m pip install --quiet atheris
 	$(PY) fuzz/run.py --seconds $(FUZZ_SECONDS) --targets "$(FUZZ_TARGETS)"
+
+# The C kernels under AddressSanitizer and UBSan (scripts/sanitize_native.sh): built apart in a temporary
+# directory, then test_native_kernels.py, test_native_diff.py and SANITIZE_SECONDS of the native_kernels target.
+SANITIZE_SECONDS ?= 120
+sanitize: $(STAMP)
+	PY=$(PY) FUZZ_SECONDS=$(SANITIZE_SECONDS) scripts/sanitize_native.sh
 
 # The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or anchor.
 docs: $(DEMO_STAMP)

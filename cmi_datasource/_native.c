@@ -6,7 +6,7 @@
    its cache (0.35 s). Each releases the GIL while it works, as the numba kernels (nogil) do.
 
    Arrays come through the buffer protocol (numpy arrays, bytes, bytearray): C-contiguous, of
-   the element type the kernel reads, which is checked. Unlike the numba kernels, which trust
+   the element type the kernel reads, aligned to it, which is checked. Unlike the numba kernels, which trust
    their callers' bounds, every index written or read is checked here against its buffer,
    before the loops where that is possible: a bad call raises ValueError, never touches memory
    outside its buffers. */
@@ -45,6 +45,14 @@ take(PyObject *obj, Py_buffer *view, const char *name, char kind, Py_ssize_t ite
         PyErr_Format(PyExc_TypeError, "%s: expected a %d-dimensional array of %c%zd, not format %s of %zd bytes, "
                      "%d dimensions", name, ndim, kind, itemsize, view->format ? view->format : "B",
                      view->itemsize, view->ndim);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    /* The kernels read items through typed pointers, which must be aligned (C's rule, not only the
+       machine's: a misaligned int64_t load is undefined behaviour, which UBSan reports). numpy makes
+       aligned arrays; a view at an odd offset (np.frombuffer(..., offset=3)) is refused. */
+    if ((uintptr_t)view->buf % (uintptr_t)view->itemsize != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: the array is not aligned to its %zd-byte items", name, view->itemsize);
         PyBuffer_Release(view);
         return -1;
     }
@@ -352,13 +360,23 @@ decode_spans(PyObject *self, PyObject *args)
         release(v, 7);
         return PyErr_Format(PyExc_ValueError, "decode_spans: ends, heads and lengths need %zd items each", spans);
     }
+    if (w < 0 || w > v[4].len || hw < 0 || hw > v[5].len) {
+        release(v, 7);
+        return PyErr_Format(PyExc_ValueError, "decode_spans: w %zd or hw %zd lies outside out (%zd bytes) or "
+                            "head_out (%zd bytes)", w, hw, v[4].len, v[5].len);
+    }
+    /* Each span's head has its slots in head_out (the caller reserves them): checked here, so that
+       no sum of heads, however large they claim to be, overflows (undefined behaviour in C, which
+       UBSan found with heads near 2**63). */
+    Py_ssize_t head_room = v[5].len - hw;
     for (Py_ssize_t s = first; s < spans; s++) {
-        if (starts[s] < 0 || ends[s] < starts[s] || ends[s] > v[0].len || heads[s] < 0) {
+        if (starts[s] < 0 || ends[s] < starts[s] || ends[s] > v[0].len || heads[s] < 0 || heads[s] > head_room) {
             release(v, 7);
             return PyErr_Format(PyExc_ValueError, "decode_spans: span %zd [%lld:%lld) lies outside a text of %zd "
-                                "bytes or has a negative head", s, (long long)starts[s], (long long)ends[s],
-                                v[0].len);
+                                "bytes, or its head of %lld bytes outside head_out", s, (long long)starts[s],
+                                (long long)ends[s], v[0].len, (long long)heads[s]);
         }
+        head_room -= heads[s];
     }
     uint8_t *digits = PyMem_RawMalloc(DIGIT_BLOCK + 8);
     if (digits == NULL) {

@@ -74,8 +74,11 @@ def _import_instrumented() -> None:
     import importlib
     import pkgutil
     _patch_numba()
-    with atheris.instrument_imports(include=["cmi_datasource"]):
+    # fuzz.native_diff: its branches (which kernel, which kind of call) are the C kernels' coverage
+    # atheris can see, the C itself being compiled without it.
+    with atheris.instrument_imports(include=["cmi_datasource", "fuzz.native_diff"]):
         import cmi_datasource
+        import fuzz.native_diff  # noqa: F401
         for module in pkgutil.walk_packages(cmi_datasource.__path__, "cmi_datasource."):
             if not module.name.startswith(_NOT_PARSERS):
                 importlib.import_module(module.name)

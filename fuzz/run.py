@@ -60,10 +60,10 @@ def _env(boundscheck: bool) -> Dict[str, str]:
 
 def fuzz_target(name: str, seconds: float, timeout: int, boundscheck: bool, quiet: bool,
                 corpus_root: str = os.path.join(HERE, "corpus"),
-                crashes_root: str = os.path.join(HERE, "crashes")) -> Dict:
+                crashes_root: str = os.path.join(HERE, "crashes"), out_root: str = os.path.join(HERE, "out")) -> Dict:
     """Runs the target's harness for ``seconds`` on ``corpus_root/<name>``; its totals and bugs."""
     corpus = os.path.join(corpus_root, name)
-    out = os.path.join(HERE, "out", name)
+    out = os.path.join(out_root, name)
     crashes_dir = os.path.join(crashes_root, name)
     os.makedirs(out, exist_ok=True)
     for old in glob.glob(os.path.join(out, "*")):
@@ -158,6 +158,8 @@ def main(argv=None) -> int:
                         help="where each target's corpus directory is (default fuzz/corpus; CI's smoke: seeds only)")
     parser.add_argument("--crashes", default=os.path.join(HERE, "crashes"),
                         help="where each target's bugs are kept (default fuzz/crashes)")
+    parser.add_argument("--out", default=os.path.join(HERE, "out"),
+                        help="where each target's logs go, emptied first (default fuzz/out)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.targets.split(",") if n.strip()] or list(TARGETS)
@@ -172,7 +174,7 @@ def main(argv=None) -> int:
     boundscheck = not args.no_boundscheck
     with ThreadPoolExecutor(max(args.jobs, 1)) as pool:
         results = list(pool.map(lambda n: fuzz_target(n, args.seconds, args.timeout, boundscheck, args.quiet,
-                                                           args.corpus, args.crashes), names))
+                                                           args.corpus, args.crashes, args.out), names))
     text = results_markdown(results, args.seconds, boundscheck)
     print(text)
     if args.results:

@@ -588,7 +588,19 @@ WHOLE_READ_TARGETS: Dict[str, Target] = {t.name: t for t in (
     _whole_read("whole_read_compressed", "whole reads of gzip and zstd captures (flipped, cut, bombs) in every "
                 "mode, differential oracle"),
 )}
-ALL_TARGETS: Dict[str, Target] = {**TARGETS, **WHOLE_READ_TARGETS}
+
+
+def _native_kernels() -> Target:
+    from fuzz import native_diff
+    # Inflated hex texts outgrow any bound of the input's size: the memory check is not this target's.
+    return Target("native_kernels", native_diff.native_kernels_target, native_diff.native_kernels_seeds,
+                  "the C kernels against their numba references, within and outside their bounds", traced=False,
+                  prepare=native_diff.prepare)
+
+
+# The C kernels against numba (native_diff.py, issue 30): a differential oracle on kernels, not a parser.
+NATIVE_TARGETS: Dict[str, Target] = {"native_kernels": _native_kernels()}
+ALL_TARGETS: Dict[str, Target] = {**TARGETS, **WHOLE_READ_TARGETS, **NATIVE_TARGETS}
 
 
 

@@ -62,7 +62,9 @@ def test_the_c_kernels_are_built_and_run_by_default():
     assert os.environ.get("CMI_NATIVE", "1") != "0", "the tests run with the C kernels"
     native = compiled.native_module()
     assert native is not None, "cmi_datasource._native is not built: run make (setup.py build_ext --inplace)"
-    assert os.path.dirname(native.__file__) == os.path.join(ROOT, "cmi_datasource"), native.__file__
+    # scripts/sanitize_native.sh loads its sanitizer build, kept outside the tree, in the tree's place.
+    assert (os.path.dirname(native.__file__) == os.path.join(ROOT, "cmi_datasource")
+            or native.__file__ == os.environ.get("CMI_NATIVE_SANITIZED")), native.__file__
     for kernel, name in NATIVE_KERNELS.items():
         assert kernel.native == name and kernel.native_function() is not None
     sample = os.path.join(SAMPLES, "mixed_types.dmp")
@@ -253,6 +255,60 @@ def test_the_c_kernels_refuse_buffers_too_small_or_of_another_type():
                                                     strings._UTF8_LEAD_BYTES)
     with pytest.raises(TypeError, match="out"):
         sas_dataset._sas_to_arrow_time.native_function()(np.zeros(2), np.zeros(2, bool), 0, np.zeros(2))
+
+
+def _misaligned(values, dtype) -> np.ndarray:
+    """``values`` as an array of ``dtype`` 3 bytes past an aligned address (np.frombuffer at an offset)."""
+    raw = np.zeros(np.dtype(dtype).itemsize * len(values) + 16, np.uint8)
+    start = (-raw.ctypes.data) % 8 + 3
+    array = raw[start:start + np.dtype(dtype).itemsize * len(values)].view(dtype)
+    array[:] = values
+    assert not array.flags.aligned
+    return array
+
+
+def test_misaligned_arrays_are_refused_not_read():
+    # Found by fuzz/native_diff.py under UBSan: decode_spans read ``starts`` through an int64_t
+    # pointer 3 bytes off its alignment ("load of misaligned address"), undefined behaviour in C.
+    # The C kernels now refuse such arrays; numba, the reference, reads them (the project's callers
+    # never make them: numpy allocates aligned).
+    text = np.frombuffer(b"A MST 8\nX 0A0B\n", np.uint8)
+    starts, ends, heads = _misaligned([0], np.int64), np.array([len(text)], np.int64), np.zeros(1, np.int64)
+    lengths, out = np.zeros(1, np.int64), np.zeros(8, np.uint8)
+    with pytest.raises(ValueError, match="starts: the array is not aligned to its 8-byte items"):
+        dump_spans._decode_spans.native_function()(text, starts, ends, heads, 0, out, 0, out[:0], 0, lengths)
+    assert dump_spans._decode_spans.compiled()(text, starts, ends, heads, 0, out, 0, out[:0], 0, lengths) == (1, 2, 0)
+    assert out[:2].tobytes() == b"\x0a\x0b"
+    flat, widths = np.zeros(8, np.uint8), np.array([8], np.int64)
+    with pytest.raises(ValueError, match="offsets: the array is not aligned"):
+        sas_numbers._gather_fields.native_function()(flat, 8, 1, _misaligned([0], np.int64), widths, True,
+                                                     np.zeros((1, 1), np.uint64), np.zeros((1, 1), bool))
+    with pytest.raises(ValueError, match="values: the array is not aligned"):
+        sas_dataset._sas_to_arrow_time.native_function()(_misaligned([1.0], np.float64), np.zeros(1, bool), 0,
+                                                         np.zeros(1, np.int32))
+    with pytest.raises(ValueError, match="ends: the array is not aligned"):
+        strings._first_ill_formed.native_function()(np.zeros(3, np.uint8), _misaligned([0, 3], np.int64),
+                                                    strings._UTF8_LEAD_BYTES)
+    # One-byte items are aligned anywhere: a text at an odd address is read.
+    odd_text = np.frombuffer(b"_A MST 8\nX 0A0B\n", np.uint8)[1:]
+    _decode_spans_twins(odd_text.tobytes(), [(0, len(odd_text))], [0])
+    assert hex_lines.x_run.native_function()(odd_text, 8, len(odd_text), np.zeros(8, np.uint8)) == (14, 2)
+
+
+def test_heads_larger_than_head_out_are_refused_before_any_sum_overflows():
+    # Found by fuzz/native_diff.py under UBSan: spans of empty X lines (no digit: nothing written)
+    # with heads of 2**63 - 1 each made decode_spans add them to hw, "signed integer overflow:
+    # 1 + 9223372036854775807" (undefined behaviour in C). The slots of every head must lie in
+    # head_out (the caller reserves them): checked before decoding.
+    text = np.frombuffer(b"X \nX \n", np.uint8)
+    starts, ends, lengths = np.array([0, 3], np.int64), np.array([3, 6], np.int64), np.zeros(2, np.int64)
+    decode = dump_spans._decode_spans.native_function()
+    for heads, hw in (([2 ** 63 - 1, 2 ** 63 - 1], 1), ([2, 3], 0), ([0, 0], 5)):
+        with pytest.raises(ValueError, match="outside head_out|hw"):
+            decode(text, starts, ends, np.array(heads, np.int64), 0, np.zeros(4, np.uint8), 0, np.zeros(4, np.uint8),
+                   hw, lengths)
+    # Heads with their slots: both kernels give the empty payloads.
+    assert _decode_spans_twins(b"X \nX \n", [(0, 3), (3, 6)], [2, 2]) == (2, 5, 4)
 
 
 # ---- numeric, character and temporal fields --------------------------------------------------------------
