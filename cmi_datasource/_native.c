@@ -760,6 +760,305 @@ sas_to_arrow_time(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(bad);
 }
 
+/* ---- TIB/RV ATO messages (transports/tibrv/observations.py) ------------------------------- */
+
+#define RV_SHORT 0x79
+#define RV_LONG 0x7A
+#define RV_INT 11
+#define RV_REAL 13
+#define RV_STRING 8
+#define STRING_TAIL 64 /* a string's bytes copied as one block of this size, blanks blended in */
+
+/* observations._field: 1 and the field's data start, size, type and end when the field at buf[p]
+   lies before e (no more than the buffer's size); else 0. */
+static inline int
+rv_field(const uint8_t *buf, Py_ssize_t p, Py_ssize_t e, Py_ssize_t *at, Py_ssize_t *size, int *code,
+         Py_ssize_t *next)
+{
+    if (p < 0 || p >= e)
+        return 0;
+    Py_ssize_t q = p + 1 + buf[p];
+    if (q >= e)
+        return 0;
+    int c = buf[q++];
+    if (q >= e)
+        return 0;
+    int64_t n = buf[q++];
+    int scalar = c == 3 || c == 9 || c == 10 || c == 11 || c == 12 || c == 13;
+    if (!scalar && c != 1 && n == RV_SHORT) {
+        if (q + 2 > e)
+            return 0;
+        n = ((int64_t)buf[q] << 8 | buf[q + 1]) - 2;
+        q += 2;
+    } else if (!scalar && n == RV_LONG) {
+        if (q + 4 > e)
+            return 0;
+        n = (int64_t)buf[q] << 24 | (int64_t)buf[q + 1] << 16 | (int64_t)buf[q + 2] << 8 | buf[q + 3];
+        if (c != 1) {
+            n -= 4;
+            q += 4;
+        }
+    }
+    if (n < 0 || n > e - q)
+        return 0;
+    *at = q;
+    *size = (Py_ssize_t)n;
+    *code = c;
+    *next = q + (Py_ssize_t)n;
+    return 1;
+}
+
+typedef struct {
+    const int64_t *offsets, *lengths;
+    const uint8_t *numeric;
+    Py_ssize_t nvars, obs_length;
+    uint8_t blank;
+} RvLayout;
+
+typedef struct {
+    int64_t problem, row, variable, offset;
+} RvOutcome;
+
+/* A character value's n bytes at `from` (n <= width, n < 0x79) then blanks to `width`, at `to`.
+   When the buffer holds STRING_TAIL bytes from `from`, they are loaded as one block and the
+   blanks blended in by vector compares, with no branch on n: the values' lengths vary from row
+   to row, which a loop of n bytes would mispredict each time. */
+#if defined(__GNUC__)
+typedef uint8_t Bytes32 __attribute__((vector_size(32)));
+typedef uint8_t UnalignedBytes32 __attribute__((vector_size(32), aligned(1), may_alias));
+static const Bytes32 BYTE_INDEX[2] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
+     30, 31},
+    {32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58,
+     59, 60, 61, 62, 63}};
+#endif
+
+static inline void
+put_string(uint8_t *restrict to, const uint8_t *restrict from, Py_ssize_t n, Py_ssize_t width, int whole_tail,
+           uint8_t blank)
+{
+#if defined(__GNUC__)
+    if (whole_tail && width <= STRING_TAIL) {
+        Bytes32 block[2];
+        for (int half = 0; half < 2; half++) {
+            Bytes32 value = *(const UnalignedBytes32 *)(from + 32 * half);
+            Bytes32 kept = (Bytes32)(BYTE_INDEX[half] < (uint8_t)n);  /* all ones where a byte of the value */
+            block[half] = (value & kept) | (((Bytes32){0} + blank) & ~kept);
+        }
+        memcpy(to, block, (size_t)width);
+        return;
+    }
+#else
+    (void)whole_tail;
+#endif
+    memcpy(to, from, (size_t)n);
+    memset(to + n, blank, (size_t)(width - n));
+}
+
+static inline uint64_t
+load64(const uint8_t *at)
+{
+    uint64_t value;
+    memcpy(&value, at, 8);
+    return value;
+}
+
+static inline uint16_t
+load16(const uint8_t *at)
+{
+    uint16_t value;
+    memcpy(&value, at, 2);
+    return value;
+}
+
+/* Bytes in memory order as a little-endian load reads them. */
+#define BYTES2(a, b) ((uint16_t)((a) | (b) << 8))
+#define VTYPE_AND_NAME(vtype, name) \
+    ((uint64_t)RV_INT | 4ULL << 8 | (uint64_t)(vtype) << 40 | (uint64_t)(name) << 48)
+#define SEVEN_BYTES 0x00FFFFFFFFFFFFFFULL
+
+/* One row of observations._usual_rows, from buf[p] (p >= 0): where the next row starts, or -1 when
+   a field has another shape (what was written of the row is then written again, alike, by the
+   field-by-field walk). A variable's vtype field from its type byte to the value field's name
+   length is one 8-byte compare (the name's first byte masked off), a real's type and size one
+   2-byte compare. */
+static inline Py_ssize_t
+rv_usual_row(const uint8_t *restrict buf, Py_ssize_t p, Py_ssize_t e, const RvLayout *L, Py_ssize_t name,
+             uint8_t *restrict row)
+{
+    const uint64_t numeric_head = VTYPE_AND_NAME(1, name), character_head = VTYPE_AND_NAME(2, name);
+    for (Py_ssize_t v = 0; v < L->nvars; v++) {
+        const int numeric = L->numeric[v];
+        Py_ssize_t q = p + 1 + name;  /* the vtype's type: an int of 4 bytes, 1 or 2 */
+        if (q + 8 > e || buf[p] != name || (load64(buf + q) & SEVEN_BYTES) != (numeric ? numeric_head : character_head))
+            return -1;
+        q += 7 + name;  /* the value's type */
+        uint8_t *to = row + L->offsets[v];
+        const Py_ssize_t width = L->lengths[v];
+        if (numeric) {
+            if (q + 10 > e || load16(buf + q) != BYTES2(RV_REAL, 8))
+                return -1;
+            if (width == 8)
+                memcpy(to, buf + q + 2, 8);
+            else
+                memcpy(to, buf + q + 2, (size_t)width);
+            p = q + 10;
+        } else {
+            if (q + 2 > e || buf[q] != RV_STRING)
+                return -1;
+            const Py_ssize_t size = buf[q + 1], at = q + 2;
+            if (size >= RV_SHORT || at + size > e)
+                return -1;
+            const Py_ssize_t n = size - (size > 0 && buf[at + size - 1] == 0);
+            if (n > width)
+                return -1;
+            put_string(to, buf + at, n, width, at + STRING_TAIL <= e, L->blank);
+            p = at + size;
+        }
+    }
+    return p;
+}
+
+/* observations._usual_rows: the leading rows whose fields all have the usual shape, each field's
+   place known before its bytes are read. Returns the rows written; *pp moves past them. Only on
+   little-endian machines (the compares above read bytes in that order); elsewhere it reads no
+   row and the field-by-field walk reads them all. */
+FOR_THIS_MACHINE static Py_ssize_t
+rv_usual_rows(const uint8_t *restrict buf, Py_ssize_t *pp, Py_ssize_t e, Py_ssize_t count, const RvLayout *L,
+              uint8_t *restrict out, Py_ssize_t room)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    Py_ssize_t p = *pp;
+    if ((L->obs_length > 0 && count > room / L->obs_length) || p < 0 || p >= e)
+        return 0;
+    for (Py_ssize_t v = 0; v < L->nvars; v++)
+        if (L->offsets[v] < 0 || L->lengths[v] < 0 || L->offsets[v] > L->obs_length - L->lengths[v]
+            || (L->numeric[v] && L->lengths[v] > 8))
+            return 0;
+    const Py_ssize_t name = buf[p];
+    for (Py_ssize_t row = 0; row < count; row++) {
+        Py_ssize_t next = rv_usual_row(buf, p, e, L, name, out + row * L->obs_length);
+        if (next < 0) {
+            *pp = p;
+            return row;
+        }
+        p = next;
+    }
+    *pp = p;
+    return count;
+#else
+    (void)buf, (void)pp, (void)e, (void)count, (void)L, (void)out, (void)room;
+    return 0;
+#endif
+}
+
+/* observations._rows: `count` rows from the fields at buf[p:e] into out[0:room]. */
+static RvOutcome
+rv_rows(const uint8_t *buf, Py_ssize_t size, Py_ssize_t p, Py_ssize_t e, Py_ssize_t count, const RvLayout *L,
+        uint8_t *out, Py_ssize_t room)
+{
+    RvOutcome ok = {0, 0, 0, 0};
+    if (e > size)
+        e = size;
+    Py_ssize_t first = rv_usual_rows(buf, &p, e, count, L, out, room);
+    for (Py_ssize_t row = first; row < count; row++) {
+        Py_ssize_t base = row * L->obs_length;
+        for (Py_ssize_t v = 0; v < L->nvars; v++) {
+            Py_ssize_t at, n, next;
+            int code;
+            if (!rv_field(buf, p, e, &at, &n, &code, &next))
+                return (RvOutcome){1, row, v, p};
+            if (code != RV_INT || n != 4)
+                return (RvOutcome){2, row, v, p};
+            int64_t vtype = (int64_t)buf[at] << 24 | (int64_t)buf[at + 1] << 16 | (int64_t)buf[at + 2] << 8
+                            | buf[at + 3];
+            if (vtype != (L->numeric[v] ? 1 : 2))
+                return (RvOutcome){3, row, v, p};
+            p = next;
+            if (!rv_field(buf, p, e, &at, &n, &code, &next))
+                return (RvOutcome){1, row, v, p};
+            Py_ssize_t to = base + L->offsets[v], width = L->lengths[v];
+            if (to < 0 || width < 0 || to > room - width)
+                return (RvOutcome){8, row, v, p};
+            if (L->numeric[v]) {
+                if (code != RV_REAL || n != 8)
+                    return (RvOutcome){4, row, v, p};
+                if (width > n)
+                    return (RvOutcome){8, row, v, p};
+                memcpy(out + to, buf + at, (size_t)width);
+            } else {
+                if (code != RV_STRING)
+                    return (RvOutcome){5, row, v, p};
+                Py_ssize_t kept = n;
+                if (kept > 0 && buf[at + kept - 1] == 0)
+                    kept--;
+                if (kept > width)
+                    return (RvOutcome){6, row, v, p};
+                memcpy(out + to, buf + at, (size_t)kept);
+                memset(out + to + kept, L->blank, (size_t)(width - kept));
+            }
+            p = next;
+        }
+    }
+    if (p != e)
+        return (RvOutcome){7, count, 0, p};
+    return ok;
+}
+
+static PyObject *
+ato_rows(PyObject *self, PyObject *args)
+{
+    PyObject *objs[9];
+    Py_ssize_t obs_length, blank;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOnOn:ato_rows", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &obs_length, &objs[8], &blank))
+        return NULL;
+    static const char *names[9] = {"buf", "starts", "ends", "counts", "out_starts", "numeric", "lengths", "offsets",
+                                   "out"};
+    static const char kinds[9] = {ANY_UINT, ANY_INT, ANY_INT, ANY_INT, ANY_INT, BOOL, ANY_INT, ANY_INT, ANY_UINT};
+    static const Py_ssize_t sizes[9] = {1, 8, 8, 8, 8, 1, 8, 8, 1};
+    static const int dims[9] = {0, 1, 1, 1, 1, 1, 1, 1, 0};
+    static const int writable[9] = {0, 0, 0, 0, 0, 0, 0, 0, 1};
+    Py_buffer v[9];
+    for (int i = 0; i < 9; i++) {
+        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], dims[i], writable[i]) < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    const int64_t *starts = v[1].buf, *ends = v[2].buf, *counts = v[3].buf, *out_starts = v[4].buf;
+    Py_ssize_t messages = items(&v[1]);
+    RvLayout layout = {v[7].buf, v[6].buf, v[5].buf, items(&v[6]), obs_length, (uint8_t)blank};
+    if (items(&v[2]) != messages || items(&v[3]) != messages || items(&v[4]) != messages
+        || items(&v[5]) != layout.nvars || items(&v[7]) != layout.nvars) {
+        release(v, 9);
+        return PyErr_Format(PyExc_ValueError, "ato_rows: sizes do not match");
+    }
+    const uint8_t *buf = v[0].buf;
+    uint8_t *out = v[8].buf;
+    Py_ssize_t size = v[0].len, room = v[8].len;
+    RvOutcome outcome = {0, 0, 0, 0};
+    Py_ssize_t failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t m = 0; m < messages; m++) {
+        Py_ssize_t count = counts[m], at = out_starts[m];
+        if (count < 0 || obs_length < 0 || at < 0 || at > room || (obs_length > 0 && count > (room - at) / obs_length)) {
+            outcome = (RvOutcome){8, 0, 0, starts[m]};
+        } else {
+            Py_ssize_t rows = count * obs_length;
+            outcome = rv_rows(buf, size, starts[m], ends[m], count, &layout, out + at, rows);
+        }
+        if (outcome.problem) {
+            failed = m;
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(v, 9);
+    return Py_BuildValue("LnLLL", (long long)outcome.problem, failed, (long long)outcome.row,
+                         (long long)outcome.variable, (long long)outcome.offset);
+}
+
 /* ---- module -------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -769,6 +1068,7 @@ static PyMethodDef methods[] = {
     {"first_ill_formed", first_ill_formed, METH_VARARGS, "strings._first_ill_formed"},
     {"gather_fields", gather_fields, METH_VARARGS, "sas_numbers._gather_fields"},
     {"sas_to_arrow_time", sas_to_arrow_time, METH_VARARGS, "sas_dataset._sas_to_arrow_time"},
+    {"ato_rows", ato_rows, METH_VARARGS, "tibrv.observations._ato_rows"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -21,18 +21,22 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import independent_encoder as enc
+import rv_messages as rv
 from cmi_datasource import compiled
 from cmi_datasource.arrow import strings
 from cmi_datasource.charsets import code_page
-from cmi_datasource.engine.write import DatasetToWrite, write_attachments_dump
+from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
 from cmi_datasource.payload import sas_dataset, sas_numbers
 from cmi_datasource.transports.mq import dump_spans, hex_lines
 from cmi_datasource.transports.mq.dmpmqmsg import parse_dump
+from cmi_datasource.transports.tibrv import observations
+from cmi_datasource.transports.tibrv.wire import read_message
 from conftest import ROOT, SAMPLES
 
 NATIVE_KERNELS = {hex_lines.x_run: "x_run", dump_spans._decode_spans: "decode_spans",
                   strings._trim_and_gather: "trim_and_gather", strings._first_ill_formed: "first_ill_formed",
-                  sas_numbers._gather_fields: "gather_fields", sas_dataset._sas_to_arrow_time: "sas_to_arrow_time"}
+                  sas_numbers._gather_fields: "gather_fields", sas_dataset._sas_to_arrow_time: "sas_to_arrow_time",
+                  observations._ato_rows: "ato_rows"}
 DUMPS = ("mixed_types.dmp", "big_endian_273_819.dmp", "zos_785_37.dmp", "nightly_batch.dmp", "files.dmp",
          "seed000_external_file.dmp")
 
@@ -99,14 +103,14 @@ def _fresh_read(paths, native):
     return done.stdout.split()[-1]
 
 
-def test_a_fresh_process_reads_a_dump_and_an_mqget_capture_without_numba(tmp_path):
+def test_a_fresh_process_reads_a_dump_an_mqget_and_a_tibrv_capture_without_numba(tmp_path):
     table = pa.table({"name": ["a", "é", None], "x": [1.5, None, -2.0],
                       "day": [dt.date(2001, 2, 3), None, dt.date(1960, 1, 1)],
                       "at": pa.array([dt.datetime(2020, 5, 6, 7, 8, 9, 123456)] * 3, pa.timestamp("us"))})
     mqget = tmp_path / "rows.mqget"
     with open(mqget, "wb") as out:
         write_attachments_dump(out, [DatasetToWrite(table, "WORK", "ROWS")], format="mqget")
-    paths = [os.path.join(SAMPLES, "mixed_types.dmp"), str(mqget)]
+    paths = [os.path.join(SAMPLES, "mixed_types.dmp"), str(mqget), os.path.join(SAMPLES, "tibrv_capture.rv")]
     assert _fresh_read(paths, native=True) == "False"
     assert _fresh_read(paths, native=False) == "True"  # CMI_NATIVE=0: numba's kernels
 
@@ -405,3 +409,108 @@ def test_values_out_of_range_are_found_alike():
         values = np.array([1.0, 2.5, bad, 3.0])
         out = np.zeros(4, np.int32 if kind == 0 else np.int64)
         assert _same(sas_dataset._sas_to_arrow_time, values, np.zeros(4, bool), kind, out) == 2
+
+
+# ---- TIB/RV ATO rows ------------------------------------------------------------------------------------------
+
+# Two numerics (one of 4 bytes) and character variables below, at and past the fast path's
+# 64-byte block and one-byte size; three bytes of padding the rows leave as they find them.
+RV_NUMERIC = np.array([True, True, False, False, False, False, False])
+RV_LENGTHS = np.array([8, 4, 1, 12, 64, 65, 130], np.int64)
+RV_LAYOUT = (RV_NUMERIC, RV_LENGTHS, int(RV_LENGTHS.sum()) + 3)
+
+
+def _ato_pairs(rows) -> bytes:
+    """The (vtype, value) fields of ``rows``, each (values, field name, whether strings end in NUL),
+    built by rv_messages from the wire rules alone."""
+    fields, fid = [], 3
+    for values, name, nul in rows:
+        for numeric, value in zip(RV_NUMERIC, values):
+            fields.append(rv.i32(name, fid, 1 if numeric else 2))
+            fields.append(rv.f64(name, fid + 1, value) if numeric else
+                          rv.string(name, fid + 1, value) if nul else rv.field(name, fid + 1, 8, value))
+            fid += 2
+    return b"".join(fields)
+
+
+def _ato_rows_twins(buffer: bytes, starts, ends, counts, layout=RV_LAYOUT, room=5):
+    """``_ato_rows`` in C and numba over the messages at buffer[starts[m]:ends[m]], their rows
+    written one after the other into a buffer of 0xA5; returns the C kernel's result."""
+    numeric, lengths, obs_length = layout
+    view = np.frombuffer(buffer, np.uint8)
+    counts = np.array(counts, np.int64)
+    out_starts = (room + np.concatenate([[0], np.cumsum(counts * obs_length)[:-1]])).astype(np.int64)
+    out = np.full(room + int((counts * obs_length).sum()) + 7, 0xA5, np.uint8)
+    return _same(observations._ato_rows, view, np.array(starts, np.int64), np.array(ends, np.int64), counts,
+                 out_starts, numeric, lengths, (np.cumsum(lengths) - lengths).astype(np.int64), obs_length, out, 32)
+
+
+def _rv_text(width: int):
+    """Up to ``width`` bytes; now and then one more, which the variable cannot hold."""
+    return st.tuples(st.binary(max_size=width), st.integers(0, 40)).map(
+        lambda drawn: drawn[0].ljust(width + 1, b"!") if drawn[1] == 0 else drawn[0])
+
+
+_RV_ROW = st.tuples(
+    st.tuples(st.floats(), st.floats(), *(_rv_text(int(n)) for n in RV_LENGTHS[2:])),
+    st.sampled_from(["ATO", "", "A-longer-field-name"]), st.booleans())
+
+
+@settings(max_examples=300)
+@given(st.lists(_RV_ROW, max_size=5), st.lists(_RV_ROW, max_size=5),
+       st.lists(st.tuples(st.integers(0, 4000), st.integers(0, 255)), max_size=3),
+       st.none() | st.integers(0, 4000), st.integers(-1, 1))
+@example([(((1.0, 2.0, b"a", b"b" * 12, b"c" * 64, b"d" * 65, b"e" * 130), "ATO", True))] * 3, [], [], None, 0)
+def test_ato_rows_read_alike(first, second, edits, cut, miscount):
+    """Two ATO messages in one call, rows in every field shape the wire allows (unnamed fields,
+    strings with and without their NUL, one a byte too long, sizes of 0x79 and a u16), garbled by
+    a few bytes, the last cut short, a count that may be wrong by one."""
+    one, two = _ato_pairs(first), _ato_pairs(second)
+    buffer = bytearray(b"\x07" * 3 + one + two + b"\x00" * 4)
+    for at, byte in edits:
+        if at < len(buffer):
+            buffer[at] = byte
+    starts = [3, 3 + len(one)]
+    ends = [starts[1], starts[1] + len(two) if cut is None else min(starts[1] + len(two), cut)]
+    counts = [max(0, len(first) + miscount), len(second)]
+    _ato_rows_twins(bytes(buffer), starts, ends, counts)
+
+
+def test_ato_rows_of_our_writer_read_alike(tmp_path):
+    short, long = ["", "é", "x" * 40, "y" * 62], ["", "z" * 65, "w" * 130]
+    table = pa.table({"N": [float(i) for i in range(12)], "S": [short[i % len(short)] for i in range(12)],
+                      "L": [long[i % len(long)] for i in range(12)]})
+    path = tmp_path / "rows.rv"
+    with open(path, "wb") as out:
+        write_attachments_dump(out, [DatasetToWrite(table, "WORK", "ROWS")], format="tibrv",
+                               options=WriteOptions(encoding=273))
+    data = path.read_bytes()
+    pos, atos = 0, []
+    while pos < len(data):
+        fields, end = read_message(data, pos)
+        if fields and fields[0].name == "ATO":
+            atos.append((fields[1].data_offset + len(fields[1].data), end, fields[0].value))
+        pos = end
+    assert atos and sum(count for *_, count in atos) == 12
+    layout = (np.array([True, False, False]), np.array([8, 63, 260], np.int64), 331)
+    assert _ato_rows_twins(data, *zip(*atos), layout=layout) == (0, 0, 0, 0, 0)
+
+
+def test_the_ato_rows_kernel_refuses_arrays_that_do_not_match():
+    one = np.zeros(1, np.int64)
+    numeric, lengths, obs_length = RV_LAYOUT
+    offsets = (np.cumsum(lengths) - lengths).astype(np.int64)
+    run = observations._ato_rows.native_function()
+    with pytest.raises(ValueError, match="sizes do not match"):
+        run(np.zeros(8, np.uint8), one, one, np.zeros(2, np.int64), one, numeric, lengths, offsets, obs_length,
+            np.zeros(obs_length, np.uint8), 32)
+    with pytest.raises(ValueError, match="sizes do not match"):
+        run(np.zeros(8, np.uint8), one, one, one, one, numeric[1:], lengths, offsets, obs_length,
+            np.zeros(obs_length, np.uint8), 32)
+    with pytest.raises(TypeError, match="starts"):
+        run(np.zeros(8, np.uint8), one.astype(np.int32), one, one, one, numeric, lengths, offsets, obs_length,
+            np.zeros(obs_length, np.uint8), 32)
+    # rows that would not fit out: problem 8 before anything is written, as numba's kernel says
+    out = np.zeros(obs_length, np.uint8)
+    assert _same(observations._ato_rows, np.zeros(8, np.uint8), one, one + 8, one + 2, one, numeric, lengths,
+                 offsets, obs_length, out, 32) == (8, 0, 0, 0, 0)

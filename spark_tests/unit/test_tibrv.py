@@ -11,8 +11,8 @@ from cmi_datasource.errors import CmiFormatError, TruncatedError
 from cmi_datasource.transports.tibrv.wire import read_message
 
 from support import slices_of
-from rv_messages import (BLANKS, MAGIC, SAS_MISSING, ato, atx, dat, fdc, field, hdr, lst, message, msg, string,
-                         var)
+from rv_messages import (BLANKS, MAGIC, SAS_MISSING, ato, atx, dat, fdc, field, hdr, i16, lst, message, msg,
+                         string, var)
 
 VARIABLES = [("ID", "", 0, 0, "Row id", True, 8), ("NAME", "$", 10, 0, "Name", False, 10),
              ("RATE", "PERCENT", 8, 2, "Rate", True, 4), ("BORN", "DATE", 9, 0, "Born", True, 8)]
@@ -109,6 +109,28 @@ def test_partitions_rebuild_ato_messages_from_their_planned_layout(tmp_path, obs
     alone = [r for s in slices for b in slice_batches(s, batch_rows=64, messages=list(reread(s.messages, s.formats)))
              for r in b.to_pylist()]
     assert alone == got
+
+
+def test_ato_heads_of_other_shapes_read_alike_in_a_partition(tmp_path):
+    # A partition reads the heads of the writers' shape by numpy at once and any other one by one:
+    # a count sent as a 2-byte int and a record type sent as a string are heads the wire allows.
+    rows = [(float(i), f"n{i}", i / 4, float(i)) for i in range(100)]
+
+    def other_head(message_bytes):
+        pairs = message_bytes[8 + 2 * 13:]  # past the header and the two 13-byte int fields
+        return message([i16("ATO", 1, 20), string("ATO", 2, "3"), pairs])
+
+    atos = [ato(rows[i:i + 20], NUMERIC) for i in range(0, 100, 20)]
+    atos[1], atos[4] = other_head(atos[1]), other_head(atos[4])
+    data = b"".join([hdr([(1, BLANKS, "WORK", "MANY", "")]), dat(100, 4, 30), var(VARIABLES)] + atos + [lst(7)])
+    capture = Capture.open(write(tmp_path, data), use_index_cache=False)
+    [att] = capture.attachments
+    [part] = slices_of(capture, att, 1 << 30)
+    assert _decodes_in_bulk(part)
+    got = [r for b in slice_batches(part) for r in b.to_pylist()]
+    assert [(r["ID"], r["NAME"]) for r in got] == [(float(i), f"n{i}") for i in range(100)]
+    assert got == [r for b in slice_batches(part, messages=list(reread(part.messages, part.formats)))
+                   for r in b.to_pylist()]
 
 
 @pytest.mark.parametrize("where", ["value", "size"])

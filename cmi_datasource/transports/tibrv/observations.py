@@ -12,10 +12,14 @@ Every size and count the kernels use comes from the capture: ``observation_rows`
 layout (each variable's length, their sum against DAT's observation length) and bounds the count
 by the message's bytes before it allocates, and the kernels compare every index with the ends of
 their arrays, so that no capture, however damaged, makes them read or write outside them.
+
+``_ato_rows``, what callers run, also exists in C (``_native.ato_rows``, compiled.py), which reads
+the usual shape with fewer compares and blends a value's blanks in without a branch; these numba
+kernels are the reference the tests compare it with.
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Callable, Tuple
 
 import numpy as np
 
@@ -184,7 +188,27 @@ def _rows(buf, p, e, count, numeric, lengths, offsets, obs_length, out, blank):
     return 0, 0, 0, 0
 
 
-def _check_layout(layout: ObservationLayout, where: Location) -> None:
+@kernel(native="ato_rows")
+def _ato_rows(buf, starts, ends, counts, out_starts, numeric, lengths, offsets, obs_length, out, blank):
+    """The rows of several ATO messages of one layout, ``_rows`` of each in turn: message m's
+    pairs lie in buf[starts[m]:ends[m]], its counts[m] rows go to out from out_starts[m]. Returns
+    (0, 0, 0, 0, 0), or (problem, message, observation, variable, offset) of the first message
+    that fails (the messages before it written). One call for the ATO messages of a piece of the
+    file: no Python runs between them. Bounds: a message whose rows do not fit out is problem 8
+    before anything of it is written; ``_rows`` keeps the rest."""
+    for m in range(starts.shape[0]):
+        count = counts[m]
+        at = out_starts[m]
+        if count < 0 or obs_length < 0 or at < 0 or at > out.shape[0] or count * obs_length > out.shape[0] - at:
+            return 8, m, 0, 0, starts[m]
+        problem, row, variable, offset = _rows(buf, starts[m], ends[m], count, numeric, lengths, offsets,
+                                               obs_length, out[at:at + count * obs_length], blank)
+        if problem:
+            return problem, m, row, variable, offset
+    return 0, 0, 0, 0, 0
+
+
+def check_layout(layout: ObservationLayout, where: Location) -> None:
     """The layout fits the kernel: each variable 1 to 8 (numeric) or 1 to 32767 bytes, together no
     more than the observation length; and that length pads them by at most 8 bytes a variable (SAS
     aligns, no more), so that a damaged DAT cannot size the rows it allocates. An error names the
@@ -226,23 +250,25 @@ def ato_count(buf: bytes, start: int, end: int, layout: ObservationLayout, where
         raise RvCmiError(f"ATO declares {count} observations of {nvars} variables in {end - pairs_start} bytes",
                          where)
     if count:
-        _check_layout(layout, where)
+        check_layout(layout, where)
     return count, pairs_start
 
 
-def write_rows(view: np.ndarray, pairs_start: int, end: int, count: int, layout: ObservationLayout,
-               out: np.ndarray, where: Location, message_at: int = 0) -> None:
-    """The ``count`` observations whose pairs lie in view[pairs_start:end] (``ato_count``), as
-    fixed-width rows written into ``out`` (count * obs_length bytes; the padding RV does not
-    carry is left as it is)."""
+def write_rows(view: np.ndarray, pairs_starts: np.ndarray, ends: np.ndarray, counts: np.ndarray,
+               out_starts: np.ndarray, layout: ObservationLayout, out: np.ndarray,
+               where: Callable[[int, int], Location]) -> None:
+    """The observations of ATO messages of one layout, message m's ``counts[m]`` pairs lying in
+    view[pairs_starts[m]:ends[m]] (``ato_count``), as fixed-width rows written into ``out`` from
+    ``out_starts[m]`` (the padding RV does not carry is left as it is), by one kernel call. An
+    error names ``where(m, offset)``: the place of offset ``offset`` of ``view`` in message m."""
     lengths = np.asarray(layout.lengths, dtype=np.int64)
     offsets = (np.cumsum(lengths) - lengths).astype(np.int64)
-    problem, row, variable, offset = _rows(view, pairs_start, min(end, len(view)), count,
-                                           np.asarray(layout.numeric, dtype=np.bool_), lengths, offsets,
-                                           layout.obs_length, out, ord(" "))
+    problem, message, row, variable, offset = _ato_rows(
+        view, pairs_starts, ends, counts, out_starts, np.asarray(layout.numeric, dtype=np.bool_), lengths,
+        offsets, layout.obs_length, out, ord(" "))
     if problem:
         raise RvCmiError(f"ATO observation {row + 1}, variable {variable + 1}: {_PROBLEMS[problem]}",
-                         where.at_payload(int(offset) - message_at))
+                         where(int(message), int(offset)))
 
 
 ATO_RECORD_TYPE = (3).to_bytes(4, "big")  # what each ATO message's rows follow, as CMI over MQ has it
@@ -253,5 +279,7 @@ def observation_rows(body: bytes, start: int, end: int, layout: ObservationLayou
     count, pairs_start = ato_count(body, start, end, layout, where)
     out = np.zeros(4 + count * layout.obs_length, dtype=np.uint8)  # zeros: the padding RV does not carry
     out[:4] = np.frombuffer(ATO_RECORD_TYPE, dtype=np.uint8)
-    write_rows(np.frombuffer(body, dtype=np.uint8), pairs_start, end, count, layout, out[4:], where)
+    one = np.zeros(1, dtype=np.int64)
+    write_rows(np.frombuffer(body, dtype=np.uint8), one + pairs_start, one + min(end, len(body)), one + count,
+               one, layout, out[4:], lambda _, offset: where.at_payload(offset))
     return out.tobytes()

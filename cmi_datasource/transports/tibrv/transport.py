@@ -26,9 +26,9 @@ from ..base import (READ_CHUNK_BYTES, CaptureFormat, Keep, SpanPayloads, Transpo
                     parse_in_chunks, scan_recovering, span_pieces)
 from ..mq.dump_spans import PIECE_BYTES, span_runs
 from . import records, sequence
-from .observations import ATO_RECORD_TYPE, ato_count, observation_rows, write_rows
+from .observations import ATO_RECORD_TYPE, ato_count, check_layout, observation_rows, write_rows
 from .records import ENCODING, ObservationLayout, RvDetails
-from .wire import HEADER, MAGIC, RvField, message_end, read_fields
+from .wire import HEADER, INT, MAGIC, RvField, field_bytes, message_bytes, message_end, read_fields
 from .writer import write_rv
 
 _MAGIC_BYTES = MAGIC.to_bytes(4, "big")
@@ -232,30 +232,84 @@ class RvFormat(CaptureFormat):
         return write_rv(out, messages)
 
 
+# The head of an ATO message in the shape writers give it: the RV header, then its count (field 1)
+# and record type (field 2) as 4-byte ints named ATO. All but the message size and the two values
+# (``_HEAD_FIXED``) is the same in every such message.
+_ATO_HEAD = np.frombuffer(message_bytes([field_bytes("ATO", 1, INT, bytes(4)), field_bytes("ATO", 2, INT, bytes(4))]),
+                          dtype=np.uint8)
+_COUNT_AT = HEADER.size + len(field_bytes("ATO", 1, INT, b""))  # the count field without its value
+_HEAD_FIXED = np.ones(len(_ATO_HEAD), dtype=bool)
+_HEAD_FIXED[[0, 1, 2, 3, _COUNT_AT, _COUNT_AT + 1, _COUNT_AT + 2, _COUNT_AT + 3, -4, -3, -2, -1]] = False
+
+
+def _usual_ato_heads(view: np.ndarray, ats: np.ndarray, ends: np.ndarray, nvars: np.ndarray
+                     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(counts, pairs starts, usual) of the ATO messages at view[ats[i]:ends[i]], read at once by
+    numpy. ``usual[i]``: message i's head has the writers' shape (``_ATO_HEAD``), its header frames
+    exactly its span and its count fits its bytes (``ato_count``'s bound): for it the count and
+    pairs start are those ``_ato_head`` would give. Any other message is read by ``_ato_head``."""
+    size = len(_ATO_HEAD)
+    pairs_starts = ats + size
+    if len(view) < size:
+        return np.zeros(len(ats), dtype=np.int64), pairs_starts, np.zeros(len(ats), dtype=bool)
+    usual = (ats >= 0) & (ends <= len(view)) & (ends - ats >= size)
+    heads = view[np.where(usual, ats, 0)[:, None] + np.arange(size)]
+    usual &= (heads[:, _HEAD_FIXED] == _ATO_HEAD[_HEAD_FIXED]).all(axis=1)
+    usual &= heads[:, :4].copy().view(">u4").ravel() == ends - ats
+    counts = heads[:, _COUNT_AT:_COUNT_AT + 4].copy().view(">i4").ravel().astype(np.int64)
+    # ato_count's bound: each value takes two fields of at least 7 bytes
+    usual &= (counts >= 0) & np.where(nvars > 0, counts * nvars * 14 <= ends - pairs_starts, counts == 0)
+    return counts, pairs_starts, usual
+
+
+def _ato_head(data: memoryview, span: MessageSpan, layout: ObservationLayout, base: int) -> Tuple[int, int]:
+    """(count, pairs start) of the ATO message at ``span``, every check made and failing with its error."""
+    source, index, start, end = span
+    where = Location(source, index, start)
+    at = start - base
+    if end - base > len(data):
+        raise CmiFormatError(f"the file ends at byte {base + len(data)}, before the planned message ending at "
+                             f"{end}: it changed since it was planned", where)
+    if _header_end(data, at) != end - base or _kind_at(data, at) != "ATO":
+        raise CmiFormatError("the message differs from the one planned: the file changed since it was "
+                             "planned", where)
+    return ato_count(data, at + HEADER.size, end - base, layout, where, message_at=at)
+
+
 def _ato_payloads(data: memoryview, spans: List[MessageSpan], layouts: List[ObservationLayout], base: int,
                   room: int) -> SpanPayloads:
-    """The ``SpanPayloads`` of the ATO messages at ``spans`` in ``data`` (file bytes from ``base``)."""
-    places = []
-    for (source, index, start, end), layout in zip(spans, layouts):
-        where = Location(source, index, start)
-        at = start - base
-        if end - base > len(data):
-            raise CmiFormatError(f"the file ends at byte {base + len(data)}, before the planned message ending at "
-                                 f"{end}: it changed since it was planned", where)
-        if _header_end(data, at) != end - base or _kind_at(data, at) != "ATO":
-            raise CmiFormatError("the message differs from the one planned: the file changed since it was "
-                                 "planned", where)
-        count, pairs_start = ato_count(data, at + HEADER.size, end - base, layout, where, message_at=at)
-        places.append((where, at, pairs_start, end - base, count))
-    sizes = np.array([count * layout.obs_length for (*_, count), layout in zip(places, layouts)], dtype=np.int64)
+    """The ``SpanPayloads`` of the ATO messages at ``spans`` in ``data`` (file bytes from ``base``):
+    their heads read by numpy at once (``_usual_ato_heads``; any other by ``_ato_head``), then the
+    rows of each run of messages of one layout by one kernel call. Errors come in the messages'
+    order, heads first, as reading them one by one would give them."""
+    view = np.frombuffer(data, dtype=np.uint8)
+    ats = np.array([span[2] for span in spans], dtype=np.int64) - base
+    ends = np.array([span[3] for span in spans], dtype=np.int64) - base
+    nvars = np.array([len(layout.lengths) for layout in layouts], dtype=np.int64)
+    counts, pairs_starts, usual = _usual_ato_heads(view, ats, ends, nvars)
+    checked = set()
+    for i, (is_usual, count, layout) in enumerate(zip(usual.tolist(), counts.tolist(), layouts)):
+        if not is_usual:
+            counts[i], pairs_starts[i] = _ato_head(data, spans[i], layout, base)
+        elif count and id(layout) not in checked:  # as ato_count checks it, at the first message with rows
+            check_layout(layout, Location(*spans[i][:3]))
+            checked.add(id(layout))
+    obs_lengths = np.array([layout.obs_length for layout in layouts], dtype=np.int64)
+    sizes = counts * obs_lengths
     data_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     # The kernel writes every byte of the variables; zeros for the padding RV does not carry, if any.
-    padded = any(layout.obs_length > sum(layout.lengths) for layout in set(layouts))
+    distinct = {id(layout): layout for layout in layouts}.values()
+    padded = any(layout.obs_length > sum(layout.lengths) for layout in distinct)
     buffer = (np.zeros if padded else np.empty)(room + int(data_starts[-1]), dtype=np.uint8)
-    view = np.frombuffer(data, dtype=np.uint8)
-    for (where, at, pairs_start, end, count), layout, start in zip(places, layouts, data_starts.tolist()):
-        write_rows(view, pairs_start, end, count, layout, buffer[room + start:room + start + count * layout.obs_length],
-                   where, message_at=at)
+    ids = np.array([id(layout) for layout in layouts], dtype=np.uint64)
+    run_starts = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(spans)]
+    for first, stop in zip(run_starts, run_starts[1:]):
+        if first == stop:
+            continue
+        write_rows(view, pairs_starts[first:stop], ends[first:stop], counts[first:stop],
+                   room + data_starts[first:stop], layouts[first], buffer,
+                   lambda m, offset, first=first: Location(*spans[first + m][:3]).at_payload(
+                       offset - int(ats[first + m])))
     record = len(ATO_RECORD_TYPE)
     heads = np.full(len(spans), record, dtype=np.int64)
     head = np.frombuffer(ATO_RECORD_TYPE * len(spans), dtype=np.uint8)
