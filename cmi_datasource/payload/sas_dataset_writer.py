@@ -19,7 +19,9 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, 
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+# pyarrow.compute is imported in the functions that use it: its import takes about 60 ms, which every
+# Spark worker that only reads would pay (engine/options imports this module for its limits).
 
 from ..arrow.strings import ValueTooLongError, fixed_width_from_strings, max_encoded_length
 from ..charsets import CodePage, not_encodable
@@ -109,6 +111,7 @@ _DECIMAL_TYPES = {32: pa.decimal32, 64: pa.decimal64, 128: pa.decimal128, 256: p
 
 def significant_digits(column: pa.Array) -> pa.Array:
     """Significant decimal digits of each value of a decimal array (0 for zero, null for null)."""
+    import pyarrow.compute as pc  # lazily: see the imports above
     t = column.type
     # The same bytes read with scale 0 are the unscaled integers, which Arrow prints without an
     # exponent (1E-10 at scale 10 prints as "1"): the digits between the sign and the trailing
@@ -120,6 +123,7 @@ def significant_digits(column: pa.Array) -> pa.Array:
 
 def _first(mask: pa.Array) -> int:
     """Index of the first true value of a boolean array (nulls count as false), or -1."""
+    import pyarrow.compute as pc  # lazily: see the imports above
     return pc.index(mask.fill_null(False), True).as_py()
 
 
@@ -128,6 +132,7 @@ def check_exact_numbers(data, first_row: int = 0, partition: Optional[int] = Non
     than 15 significant digits, a 64-bit integer beyond +-2**53. Decimals of precision 15 or less
     always fit and are not looked at. ``first_row``: rows before ``data`` (in ``partition``, in a
     Spark task), so that the error says which row, counting from 1."""
+    import pyarrow.compute as pc  # lazily: see the imports above
     for field, column in zip(data.schema, data.columns):
         t = field.type
         checked_decimal = pa.types.is_decimal(t) and t.precision > EXACT_DIGITS
@@ -278,6 +283,7 @@ def plan_variables(schema: pa.Schema, lengths: Mapping[str, int], codepage: Code
 
 def _numbers(column: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
     """SAS numeric values (float64, 1960 epoch for temporal types) and the null mask."""
+    import pyarrow.compute as pc  # lazily: see the imports above
     t = column.type
     missing = column.is_null().to_numpy(zero_copy_only=False)
     if pa.types.is_decimal(t):
