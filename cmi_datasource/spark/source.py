@@ -19,18 +19,17 @@ from ..engine.memo import collector_paused
 with collector_paused():
     from ..engine import planned, reading
     from ..engine.load import Load
-    from ..engine.options import ReadOptions, SaveOptions
+    from ..engine.options import ReadOptions
     from ..engine.selection import DatasetChoiceError
-    from ..engine.stream import stream_schema
     from ..errors import CmiError, CmiOptionError
     from ..storage import PathNotFoundError
     from .reporting import reported
     from .schema import same_columns, spark_schema
-    from .stream_writer import CmiStreamWriter, stream_save_options
-    from .writer import CmiWriter
 
 if TYPE_CHECKING:
     from .stream import CmiStreamReader
+    from .stream_writer import CmiStreamWriter
+    from .writer import CmiWriter
 
 _WORKER_SETTLED = False
 
@@ -123,6 +122,7 @@ class CmiDataSource(DataSource):
             # where the batch read of the whole folder may fail (a capture rotated mid-attachment,
             # attachments with other variables since, an empty folder): that schema, then; a batch
             # read raises e again in reader().
+            from ..engine.stream import stream_schema  # a stream's (reading workers need none of it)
             found = stream_schema(options) if options.view != "dataset" or options.dataset else None
             if found is None:
                 raise _said_for_streams(e, options) from None
@@ -147,11 +147,15 @@ class CmiDataSource(DataSource):
         return reader
 
     @reported
-    def writer(self, schema: StructType, overwrite: bool) -> CmiWriter:
+    def writer(self, schema: StructType, overwrite: bool) -> "CmiWriter":
+        # Imported here, as the stream's classes are: a reading worker needs none of the writer's.
+        from ..engine.options import SaveOptions
+        from .writer import CmiWriter
         return CmiWriter(SaveOptions.parse(dict(self.options)), schema, overwrite)
 
     @reported
-    def streamWriter(self, schema: StructType, overwrite: bool) -> CmiStreamWriter:
+    def streamWriter(self, schema: StructType, overwrite: bool) -> "CmiStreamWriter":
+        from .stream_writer import CmiStreamWriter, stream_save_options
         return CmiStreamWriter(stream_save_options(dict(self.options)), schema, overwrite)
 
 
