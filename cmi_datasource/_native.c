@@ -960,7 +960,9 @@ rv_rows(const uint8_t *buf, Py_ssize_t size, Py_ssize_t p, Py_ssize_t e, Py_ssiz
     RvOutcome ok = {0, 0, 0, 0};
     if (e > size)
         e = size;
-    Py_ssize_t first = rv_usual_rows(buf, &p, e, count, L, out, room);
+    /* No variables: a row reads no field and writes no byte, so the rows are not walked (a count
+       of 2**62 would otherwise be a loop of 2**62 turns, unless the optimiser drops it). */
+    Py_ssize_t first = L->nvars ? rv_usual_rows(buf, &p, e, count, L, out, room) : count;
     for (Py_ssize_t row = first; row < count; row++) {
         Py_ssize_t base = row * L->obs_length;
         for (Py_ssize_t v = 0; v < L->nvars; v++) {
@@ -1037,6 +1039,17 @@ ato_rows(PyObject *self, PyObject *args)
     const uint8_t *buf = v[0].buf;
     uint8_t *out = v[8].buf;
     Py_ssize_t size = v[0].len, room = v[8].len;
+    /* The row loops take buf and out as restrict pointers: rows written over the bytes being read
+       would be undefined behaviour, not merely other bytes. */
+    if (size && room && (uintptr_t)buf < (uintptr_t)out + (uintptr_t)room
+        && (uintptr_t)out < (uintptr_t)buf + (uintptr_t)size) {
+        release(v, 9);
+        return PyErr_Format(PyExc_ValueError, "ato_rows: out overlaps buf");
+    }
+    if (blank < 0 || blank > 255) {
+        release(v, 9);
+        return PyErr_Format(PyExc_ValueError, "ato_rows: blank %zd is not a byte", blank);
+    }
     RvOutcome outcome = {0, 0, 0, 0};
     Py_ssize_t failed = 0;
     Py_BEGIN_ALLOW_THREADS

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
@@ -35,8 +36,12 @@ import numpy as np
 from cmi_datasource.arrow import strings
 from cmi_datasource.charsets import code_page
 from cmi_datasource.compiled import Kernel
+from cmi_datasource.errors import Location
 from cmi_datasource.payload import sas_dataset, sas_numbers
+from cmi_datasource.transports import capture_format
 from cmi_datasource.transports.mq import dump_spans, hex_lines
+from cmi_datasource.transports.tibrv import observations
+from cmi_datasource.transports.tibrv.wire import HEADER, RvField, field_bytes, read_fields
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "sample_queues")
@@ -585,6 +590,213 @@ def check_sas_to_arrow_time(p: Parameters, data: bytes) -> None:
                      ("out of doubles", 3, out.astype(np.float64))])
 
 
+# -- TIB/RV ATO rows ---------------------------------------------------------------------------------
+
+# Bytes that change how an RV field reads: sizes (0x79 and 0x7A take a u16 or u32 after them),
+# type codes (int 11, real 13, string 8), vtypes 1 and 2, a name's NUL, a name length.
+RV_DAMAGE = b"\x00\x01\x02\x03\x04\x08\x0b\x0d\x79\x7a\x7b\xff A"
+RV_NAMES = ("", "ATO", "A-longer-field-name")  # what a re-encoded field is named (the samples: "ATO")
+
+
+@dataclass(frozen=True)
+class AtoMaterial:
+    """The ATO messages of a TIB/RV capture, read as the transport reads them: each row as its
+    bytes on the wire and its fields, and their layout (DAT and VAR)."""
+
+    numeric: Tuple[bool, ...]
+    lengths: Tuple[int, ...]
+    obs_length: int
+    rows: Tuple[Tuple[bytes, Tuple[RvField, ...]], ...]
+
+
+def _ato_material_of(data: bytes) -> List[AtoMaterial]:
+    found = []
+    for message in capture_format("tibrv").parse(data, "fuzz"):
+        layout = message.reread_hint
+        if message.details.kind != "ATO" or layout is None:
+            continue
+        start, end = message.origin.file_offset, message.origin.file_end
+        count, pairs_start = observations.ato_count(data, start + HEADER.size, end, layout,
+                                                    Location("fuzz", 0, start), message_at=start)
+        fields = list(read_fields(data, pairs_start, end))
+        pairs = 2 * len(layout.lengths)
+        rows = tuple((data[fields[r * pairs].offset:fields[r * pairs + pairs - 1].data_offset
+                           + len(fields[r * pairs + pairs - 1].data)], tuple(fields[r * pairs:(r + 1) * pairs]))
+                     for r in range(count))
+        found.append(AtoMaterial(tuple(layout.numeric), tuple(layout.lengths), layout.obs_length, rows))
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def ato_material() -> Tuple[AtoMaterial, ...]:
+    """The ATO rows of the sample capture, and of one our writer makes with the value shapes the
+    sample lacks: strings of 0 to 300 bytes (sizes of one byte, 0x79 and a u16), a non-ASCII one,
+    numerics NaN and infinite."""
+    import io
+
+    import pyarrow as pa
+
+    from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
+    short, long = ["", "é", "x" * 40, "y" * 62, "tail "], ["", "z" * 65, "w" * 130, "v" * 300, "ü" * 118]
+    n = 24
+    table = pa.table({"N": [(float("nan"), float("inf"), -0.0)[i % 3] if i % 5 == 4 else i * 1.5 for i in range(n)],
+                      "S": [short[i % len(short)] for i in range(n)], "K": [-float(i) for i in range(n)],
+                      "L": [long[i % len(long)] for i in range(n)]})
+    written = io.BytesIO()
+    write_attachments_dump(written, [DatasetToWrite(table, "WORK", "ROWS")], format="tibrv",
+                           options=WriteOptions(encoding=273))
+    return tuple(_ato_material_of(_sample("tibrv_capture.rv")) + _ato_material_of(written.getvalue()))
+
+
+def ato_seed_material() -> Tuple[bytes, ...]:
+    """Data for the ATO seeds, written over the messages (most parameter blocks take none): a
+    row of the sample, a string's size of 0x79 and its u16."""
+    return (ato_material()[0].rows[0][0], b"\x08\x79\x00\x90")
+
+
+def _ato_row_bytes(p: Parameters, row: Tuple[bytes, Tuple[RvField, ...]], style: int) -> bytes:
+    """A row as sent (style 0), or its fields written again: named otherwise, without a field id,
+    strings without their NUL (the kernel's field-by-field walk, not its usual shape)."""
+    sent, fields = row
+    if style == 0:
+        return sent
+    out = []
+    for f in fields:
+        name = p.choice(RV_NAMES) if style == 1 else RV_NAMES[style % len(RV_NAMES)]
+        data = f.data[:-1] if f.type == 8 and f.data.endswith(b"\0") and style >= 2 else f.data
+        out.append(field_bytes(name, None if style == 3 else f.field_id, f.type, data))
+    return b"".join(out)
+
+
+def check_ato_rows(p: Parameters, data: bytes) -> None:
+    material = p.choice(ato_material())
+    nvars = len(material.lengths)
+    # The messages of the call: the material's rows split into 1 to 4 messages, each row as sent
+    # or written again, after a few bytes that belong to no message.
+    style = p.choice((0, 0, 0, 1, 2, 3, 4))
+    rows = [_ato_row_bytes(p, row, style) for row in material.rows]
+    splits = sorted(p.integer(0, len(rows)) for _ in range(p.integer(0, 3)))
+    bounds = [0, *splits, len(rows)]
+    buffer = bytearray(b"\x07" * p.integer(0, 5))
+    starts, ends, counts = [], [], []
+    for first, stop in zip(bounds, bounds[1:]):
+        starts.append(len(buffer))
+        buffer += b"".join(rows[first:stop])
+        ends.append(len(buffer))
+        counts.append(stop - first)
+    buffer += b"\x00" * p.integer(0, 4)
+    whole = bytes(buffer), list(ends), list(counts)
+    # Damage: the input's bytes written over the messages, bytes that change how fields read,
+    # a message cut short or longer, a count wrong by one.
+    if data and p.chance(3):
+        at = p.integer(0, 1 << 24) % (len(buffer) + 1)
+        buffer[at:at + len(data)] = data
+    for _ in range(p.integer(0, 3) if p.chance(4) else 0):
+        buffer[p.integer(0, 1 << 24) % len(buffer)] = p.choice(RV_DAMAGE)
+    if p.chance(2):
+        m = p.integer(0, len(ends) - 1)
+        ends[m] = max(0, min(len(buffer), ends[m] + p.integer(-40, 8)))
+    if p.chance(2):
+        m = p.integer(0, len(counts) - 1)
+        counts[m] = max(0, counts[m] + p.choice((-1, 1, 1, 2)))
+    # The layout: as sent, or made to disagree with the rows (a type flipped, a variable narrower
+    # or wider, padding, variables in another order in the row).
+    numeric, lengths = np.array(material.numeric, bool), np.array(material.lengths, np.int64)
+    laid_out = not p.chance(2)
+    if not laid_out:
+        v = p.integer(0, nvars - 1)
+        which = p.integer(0, 3)
+        if which == 0:
+            numeric[v] = not numeric[v]
+        else:
+            lengths[v] = max(0, lengths[v] + (-1, 1, -5)[which - 1])
+    offsets = (np.cumsum(lengths) - lengths).astype(np.int64)
+    obs_length = int(lengths.sum()) + p.choice((0, 0, 0, 1, 3, 8))
+    if p.chance(1):
+        order = np.array(list(reversed(range(nvars))))
+        offsets = (np.cumsum(lengths[order]) - lengths[order])[np.argsort(order)].astype(np.int64)
+    counts_array = np.array(counts, np.int64)
+    lead, extra = p.integer(0, 16), p.integer(0, 3)
+    out_starts = (lead + np.concatenate([[0], np.cumsum(counts_array * obs_length)[:-1]])).astype(np.int64)
+    room = lead + int((counts_array * obs_length).sum()) + extra
+    if p.chance(1):  # out cut short: the message whose rows do not fit is problem 8, alike
+        room = p.integer(0, room)
+    odd = odd_offset(p)
+    args = [placed(np.frombuffer(bytes(buffer), np.uint8), p.integer(0, 7)), placed(np.array(starts, np.int64), odd),
+            placed(np.array(ends, np.int64), odd), placed(counts_array, odd), placed(out_starts, odd),
+            numeric, lengths, offsets, obs_length, np.full(room, 0xA5, np.uint8), p.choice((32, 32, 64, 0))]
+    result = same(observations._ato_rows, args, "ato_rows")
+    if not 0 <= result[0] <= 8 or not 0 <= result[1] < max(len(starts), 1):
+        raise KernelMismatch("ato_rows", "result outside the call", f"{result}")
+    if laid_out and (bytes(buffer), ends, counts) == whole and room >= lead + int((counts_array * obs_length).sum()):
+        _python_rows_agree(material, args, lead, result)
+    if misaligned(args) or not p.chance(3):
+        return
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]  # aligned
+    if p.chance(4):
+        _huge_ato_call(p, args)
+    else:
+        one_refused(p, observations._ato_rows, args, "ato_rows",
+                    [("ends shorter than starts", 2, args[2][:-1]), ("counts of int32", 3, args[3].astype(np.int32)),
+                     ("numeric shorter than lengths", 5, numeric[:-1]), ("offsets longer", 7, np.append(offsets, 0)),
+                     ("numeric as bytes", 5, numeric.astype(np.uint8)), ("out of int64", 9, args[9].view(np.int64)
+                      if room % 8 == 0 else args[9].astype(np.int16)),
+                     ("a blank that is not a byte", 10, p.choice((-1, 256, 32 + 256, -(1 << 40))))])
+    if p.chance(1):  # out over the bytes being read: the C kernel's restrict pointers
+        shared = np.concatenate([args[0], np.zeros(room, np.uint8)])
+        try:
+            observations._ato_rows.native_function()(shared, *args[1:9], shared[p.integer(0, len(args[0]) - 1):], 32)
+        except REFUSALS:
+            return
+        raise KernelMismatch("ato_rows", "took a call outside its bounds", "out overlapping buf")
+
+
+def _python_rows_agree(material: AtoMaterial, args: list, lead: int, result) -> None:
+    """The rows of undamaged messages under their own layout are what the RV spec makes of the
+    fields ``read_fields`` reads: a numeric's high-order bytes, a string without its NUL padded
+    with blanks; the padding and the room around the rows left as they were."""
+    if result != (0, 0, 0, 0, 0):
+        raise KernelMismatch("ato_rows", "refused the rows as sent", f"{result}")
+    offsets, obs_length, out, blank = args[7].tolist(), args[8], args[9], args[10]
+    expected = np.full(len(out), 0xA5, np.uint8)
+    for r, (_, fields) in enumerate(material.rows):
+        row = lead + r * obs_length
+        for v, (numeric, width, offset) in enumerate(zip(material.numeric, material.lengths, offsets)):
+            value = fields[2 * v + 1].data
+            value = value[:width] if numeric else value[:-1 if value.endswith(b"\0") else None].ljust(width,
+                                                                                                   bytes([blank]))
+            expected[row + offset:row + offset + width] = np.frombuffer(value, np.uint8)
+    written = reference(observations._ato_rows, args)[1][8]  # the C kernel's bytes too, by ``same``
+    if not _same_bytes(written, expected.tobytes()):
+        raise KernelMismatch("ato_rows", "rows differ from the values read in Python")
+
+
+def _huge_ato_call(p: Parameters, args: list) -> None:
+    """A count, a row start or an observation length that no buffer holds (a damaged count, or
+    a caller's sum that overflowed): numba's ``count * obs_length`` may itself overflow, so the C
+    kernel alone runs it, and must stop at that message with problem 8, the messages before it
+    written as numba writes them (numba run on those alone)."""
+    m = p.integer(0, len(args[1]) - 1)
+    huge = p.choice(((1 << 62) + 1, (1 << 63) - 1, 1 << 40, 1 << 32))
+    bad = list(args)
+    which = p.integer(0, 2)
+    if which == 0 and args[8] > 0:  # rows of no bytes: any count fits
+        bad[3] = changed(args[3], m, huge)
+    elif which <= 1:
+        bad[4] = changed(args[4], m, huge)
+    else:
+        bad[8] = huge
+        m = int(np.flatnonzero(args[3])[0]) if args[3].any() else len(args[3])
+        if m == len(args[3]):
+            return  # no message has rows: nothing no buffer holds
+    prefix = [a[:m] if i in (1, 2, 3, 4) else a for i, a in enumerate(args)]
+    expected, outputs = reference(observations._ato_rows, prefix)
+    if expected[0] == 0:
+        expected = (8, m, 0, 0, int(args[1][m]))
+    got = native(observations._ato_rows, bad, "ato_rows")
+    _compare("ato_rows", got, (expected, [*outputs[:1], *_outputs(bad)[1:5], *outputs[5:]]))
+
+
 # -- the target --------------------------------------------------------------------------------------
 
 KERNELS: Dict[str, Tuple[Kernel, Callable[[Parameters, bytes], None]]] = {
@@ -594,6 +806,7 @@ KERNELS: Dict[str, Tuple[Kernel, Callable[[Parameters, bytes], None]]] = {
     "first_ill_formed": (strings._first_ill_formed, check_first_ill_formed),
     "gather_fields": (sas_numbers._gather_fields, check_gather_fields),
     "sas_to_arrow_time": (sas_dataset._sas_to_arrow_time, check_sas_to_arrow_time),
+    "ato_rows": (observations._ato_rows, check_ato_rows),
 }
 
 
@@ -613,7 +826,7 @@ def native_kernels_seeds() -> List[bytes]:
     seeds = []
     for name in KERNELS:
         material = (dump_material()[:4] if name in ("x_run", "decode_spans") else double_material()
-                    if name == "sas_to_arrow_time" else row_material())
+                    if name == "sas_to_arrow_time" else ato_seed_material() if name == "ato_rows" else row_material())
         for data in (*material, b"", b"X 0A\n", b"\xc3\xa9\xff\x00 @"):
             seeds.extend(make_input(name, block, data) for block in blocks)
     return seeds

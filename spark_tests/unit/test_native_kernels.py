@@ -514,3 +514,58 @@ def test_the_ato_rows_kernel_refuses_arrays_that_do_not_match():
     out = np.zeros(obs_length, np.uint8)
     assert _same(observations._ato_rows, np.zeros(8, np.uint8), one, one + 8, one + 2, one, numeric, lengths,
                  offsets, obs_length, out, 32) == (8, 0, 0, 0, 0)
+
+
+def _ato_call(rows):
+    """The arguments of ``_ato_rows`` over one ATO message of ``rows`` (rv_messages' fields), out
+    of 0xA5 bytes: (buf, starts, ends, counts, out_starts, numeric, lengths, offsets, obs_length, out, blank)."""
+    numeric, lengths, obs_length = RV_LAYOUT
+    pairs = _ato_pairs(rows)
+    buf = np.frombuffer(b"\x07" * 3 + pairs, np.uint8)
+    one = np.ones(1, np.int64)
+    return [buf, one * 3, one * len(buf), one * len(rows), one * 0, numeric, lengths,
+            (np.cumsum(lengths) - lengths).astype(np.int64), obs_length,
+            np.full(obs_length * len(rows), 0xA5, np.uint8), 32]
+
+
+_ATO_ROW = ((1.5, -2.0, b"a", b"b" * 12, b"c" * 64, b"d" * 65, b"e" * 130), "ATO", True)
+
+
+def test_the_ato_rows_kernel_refuses_a_blank_that_is_not_a_byte():
+    args = _ato_call([_ATO_ROW] * 2)
+    assert _same(observations._ato_rows, *args) == (0, 0, 0, 0, 0)
+    run = observations._ato_rows.native_function()
+    for blank in (-1, 256, 32 + 256):  # numba writes 32 + 256 as 32: a caller's mistake, not a blank
+        with pytest.raises(ValueError, match="not a byte"):
+            run(*args[:-1], blank)
+
+
+def test_the_ato_rows_kernel_refuses_rows_written_over_the_bytes_it_reads():
+    # The rows go to out through restrict pointers, buf read through others: out within buf (a
+    # caller passing one buffer twice) is refused, not undefined behaviour.
+    args = _ato_call([_ATO_ROW] * 2)
+    buf = args[0].copy()
+    run = observations._ato_rows.native_function()
+    for out in (buf, buf[1:], buf[len(buf) - 5:]):
+        with pytest.raises(ValueError, match="overlaps"):
+            run(buf, *args[1:9], out, 32)
+    apart = np.concatenate([buf, np.full(len(args[9]), 0xA5, np.uint8)])  # one array, disjoint parts
+    assert run(apart[:len(buf)], *args[1:9], apart[len(buf):], 32) == (0, 0, 0, 0, 0)
+
+
+def test_ato_rows_of_no_variables_do_not_walk_a_huge_count():
+    # No variable: a row reads and writes nothing, so however many the count says, the kernel
+    # gives numba's answer (fields left over: problem 7 at the count) without a loop of that many
+    # turns. The -O3 build dropped that empty loop anyway; built at -O0, the kernel before this
+    # check did not return within a minute for a count of 2**40.
+    buf, starts, ends, _, out_starts, *_ = _ato_call([_ATO_ROW])
+    none = np.zeros(0, np.int64)
+    for count in (0, 3):
+        _same(observations._ato_rows, buf, starts, ends, np.array([count], np.int64), out_starts,
+              np.zeros(0, bool), none, none, 0, np.zeros(4, np.uint8), 32)
+    run = observations._ato_rows.native_function()
+    huge = np.array([(1 << 63) - 1], np.int64)
+    assert run(buf, starts, ends, huge, out_starts, np.zeros(0, bool), none, none, 0, np.zeros(4, np.uint8),
+               32) == (7, 0, (1 << 63) - 1, 0, 3)
+    assert run(buf, starts, starts, huge, out_starts, np.zeros(0, bool), none, none, 0, np.zeros(4, np.uint8),
+               32) == (0, 0, 0, 0, 0)
