@@ -163,7 +163,21 @@ class PhysicalMessage:
             damage = dataclasses.replace(damage, location=dataclasses.replace(
                 damage.location, message_index=damage.location.message_index + by))
         origin = self.origin._replace(message_index=self.origin.message_index + by)
-        return dataclasses.replace(self, origin=origin, damage=damage)
+        return self.replaced(origin=origin, damage=damage)
+
+    def replaced(self, **changes: Any) -> "PhysicalMessage":
+        """``dataclasses.replace(self, **changes)``, made as a copy of the fields with the changes
+        instead of a call of the frozen ``__init__`` (each field set by ``object.__setattr__``):
+        the same message, equal and pickled the same, in 0.7 us instead of 5 (indexing a dump
+        replaces each message two or three times: renumbered, slimmed). The class runs nothing
+        after ``__init__``; a change must name a field."""
+        copy = object.__new__(PhysicalMessage)
+        fields = copy.__dict__
+        fields.update(self.__dict__)
+        fields.update(changes)
+        if len(fields) != len(self.__dict__):
+            raise TypeError(f"PhysicalMessage has no field {sorted(changes.keys() - self.__dict__.keys())[0]!r}")
+        return copy
 
 
 @dataclass(frozen=True)
@@ -188,9 +202,10 @@ class OutgoingMessage:
     put_time: float
 
 
-def partial(message: PhysicalMessage, keep: int) -> PhysicalMessage:
-    """The message with only the first ``keep`` bytes of its payload (length and CRC kept)."""
+def partial(message: PhysicalMessage, keep: int, **changes: Any) -> PhysicalMessage:
+    """The message with only the first ``keep`` bytes of its payload (length and CRC kept), and
+    the fields ``changes`` names changed in the same copy."""
     if message.is_partial or len(message.payload) <= keep:
-        return message
-    return dataclasses.replace(message, payload=message.payload[:keep],
-                               full_key=(len(message.payload), crc32(message.payload)))
+        return message.replaced(**changes) if changes else message
+    return message.replaced(payload=message.payload[:keep], full_key=(len(message.payload), crc32(message.payload)),
+                            **changes)
