@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, computed about 5 times faster
 
 from .errors import KeptError, Location
+from .frozen import replaced
 
 # (source, index, file_offset, file_end): enough to re-read one physical message later, in read().
 MessageSpan = Tuple[str, int, int, int]
@@ -166,18 +167,9 @@ class PhysicalMessage:
         return self.replaced(origin=origin, damage=damage)
 
     def replaced(self, **changes: Any) -> "PhysicalMessage":
-        """``dataclasses.replace(self, **changes)``, made as a copy of the fields with the changes
-        instead of a call of the frozen ``__init__`` (each field set by ``object.__setattr__``):
-        the same message, equal and pickled the same, in 0.7 us instead of 5 (indexing a dump
-        replaces each message two or three times: renumbered, slimmed). The class runs nothing
-        after ``__init__``; a change must name a field."""
-        copy = object.__new__(PhysicalMessage)
-        fields = copy.__dict__
-        fields.update(self.__dict__)
-        fields.update(changes)
-        if len(fields) != len(self.__dict__):
-            raise TypeError(f"PhysicalMessage has no field {sorted(changes.keys() - self.__dict__.keys())[0]!r}")
-        return copy
+        """``dataclasses.replace(self, **changes)`` in 0.7 us instead of 5 (``frozen.replaced``):
+        indexing a dump replaces each message two or three times (slimmed, renumbered)."""
+        return replaced(self, changes)
 
 
 @dataclass(frozen=True)

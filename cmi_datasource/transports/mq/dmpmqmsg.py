@@ -284,9 +284,9 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
     view = np.frombuffer(data, dtype=np.uint8)
     x_run_bytes = np.empty(size // 2, dtype=np.uint8)  # any X run fits: two digits a byte
     while pos < size:
-        line, end = text_line(data, pos, size)
-        offset = base_offset + pos
-        tag = line[:1]
+        # The lines that need no more than their first byte are taken without cutting them out:
+        # X runs, empty lines and comments (three of each message's four lines in a dump).
+        tag = data[pos:pos + 1]
         if tag == b"X" and record is not None:
             # A whole run of X lines at once: this is where nearly all of a dump's bytes are.
             fast = _plain_x_run(data, view, pos, size, x_run_bytes)
@@ -301,6 +301,14 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
             last_line_start = base_offset + run_end
             pos = run_end + 1
             continue
+        if tag == b"\n" or tag == b"*":
+            skipped = _FILLER_LINES.match(data, pos, size).end()
+            if skipped > pos:  # not a last comment cut off by ``size``: the line parser takes that
+                pos = skipped
+                continue
+        line, end = text_line(data, pos, size)
+        offset = base_offset + pos
+        tag = line[:1]
         pos = end + 1
         if tag == b"*" or not line.strip():
             pos = _FILLER_LINES.match(data, pos, size).end()

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ...frozen import made
 from ...layout import Field, Layout
 
 BLANK8 = b" " * 8
@@ -89,22 +90,9 @@ MQMD_V1 = Layout("MQMD v1", (Field(f.name, f.code, f.default, f.kind == "text")
 MQMD_V2 = Layout("MQMD v2", (Field(f.name, f.code, f.default, f.kind == "text")
                              for f in MQMD_FIELDS))
 
-_DEFAULTS: Dict[str, Any] = {f.name: f.default for f in MQMD_FIELDS}
-
-
 def mqmd_of_fields(values: Mapping[str, Any]) -> MQMD:
-    """``MQMD(**values)`` for values a reader of this table made (field names, each value of its
-    field's type), as a copy of the defaults with ``values`` over them instead of a call of the
-    frozen ``__init__`` (29 ``object.__setattr__``): the same MQMD, equal and pickled the same,
-    in 1.7 us instead of 7.4 (a dump's reader makes one a message). The class runs nothing
-    after ``__init__``."""
-    mqmd = object.__new__(MQMD)
-    fields = mqmd.__dict__
-    fields.update(_DEFAULTS)
-    fields.update(values)
-    if len(fields) != len(_DEFAULTS):
-        raise TypeError(f"MQMD has no field {sorted(values.keys() - _DEFAULTS.keys())[0]!r}")
-    return mqmd
+    """``MQMD(**values)`` in 1.7 us instead of 7.4 (``frozen.made``): a dump's reader makes one a message."""
+    return made(MQMD, values)
 
 
 FIELDS_BY_DUMP_CODE: Dict[str, MqmdField] = {f.dump_code: f for f in MQMD_FIELDS if f.dump_code}
