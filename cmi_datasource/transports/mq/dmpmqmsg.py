@@ -192,7 +192,10 @@ def _attribute_block(text: bytes, source: str, index: int, offset: int) -> Dict[
             if None not in found:
                 break
             i = found.index(None, i + 1)
-    return dict(filter(None, found))
+    try:
+        return dict(found)
+    except ValueError:  # a value-less line's (): the field keeps what it had
+        return dict(filter(None, found))
 
 
 def _line_start(text: bytes, line: int) -> int:
