@@ -57,11 +57,12 @@ print(json.dumps({"plan_s": planned - started, "cpu_s": cpu(), **steps,
 
 
 def run_once(path: str, profile: bool, env: dict, warm: bool = False, steps: bool = False) -> dict:
+    path = os.path.abspath(path)  # the child runs elsewhere (main)
     os.utime(path)  # a new ctime: the index key changes
     runs = 2 if warm else 1  # warm: the second process finds the index the first stored on disk
     for _ in range(runs):
         done = subprocess.run([sys.executable, "-c", CHILD, path, "1" if profile else "0",
-                               "1" if steps else "0"], env=env,
+                               "1" if steps else "0"], env=env, cwd=env["CMI_DATASOURCE_CACHE"],
                               capture_output=True, text=True, check=True)
     if profile:
         print(done.stdout)
@@ -77,7 +78,11 @@ def main() -> None:
     parser.add_argument("--steps", action="store_true", help="CPU of the scan, storing the index and the plan")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as cache:
+        # The child imports the checkout PYTHONPATH names (this one's when unset), and runs in the
+        # empty cache directory: ``python -c`` puts its working directory first on sys.path, so
+        # run in a checkout it would import that checkout whatever PYTHONPATH says.
         env = dict(os.environ, CMI_DATASOURCE_CACHE=cache)
+        env.setdefault("PYTHONPATH", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         for _ in range(args.repeat):
             for path in args.dumps:
                 print(path, json.dumps(run_once(path, args.profile, env, args.warm, args.steps)), flush=True)

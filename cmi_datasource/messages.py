@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 from zlib_ng.zlib_ng import crc32  # zlib's CRC-32, computed about 5 times faster
 
 from .errors import KeptError, Location
+from .frozen import replaced
 
 # (source, index, file_offset, file_end): enough to re-read one physical message later, in read().
 MessageSpan = Tuple[str, int, int, int]
@@ -163,7 +164,12 @@ class PhysicalMessage:
             damage = dataclasses.replace(damage, location=dataclasses.replace(
                 damage.location, message_index=damage.location.message_index + by))
         origin = self.origin._replace(message_index=self.origin.message_index + by)
-        return dataclasses.replace(self, origin=origin, damage=damage)
+        return self.replaced(origin=origin, damage=damage)
+
+    def replaced(self, **changes: Any) -> "PhysicalMessage":
+        """``dataclasses.replace(self, **changes)`` in 0.7 us instead of 5 (``frozen.replaced``):
+        indexing a dump replaces each message two or three times (slimmed, renumbered)."""
+        return replaced(self, changes)
 
 
 @dataclass(frozen=True)
@@ -188,9 +194,10 @@ class OutgoingMessage:
     put_time: float
 
 
-def partial(message: PhysicalMessage, keep: int) -> PhysicalMessage:
-    """The message with only the first ``keep`` bytes of its payload (length and CRC kept)."""
+def partial(message: PhysicalMessage, keep: int, **changes: Any) -> PhysicalMessage:
+    """The message with only the first ``keep`` bytes of its payload (length and CRC kept), and
+    the fields ``changes`` names changed in the same copy."""
     if message.is_partial or len(message.payload) <= keep:
-        return message
-    return dataclasses.replace(message, payload=message.payload[:keep],
-                               full_key=(len(message.payload), crc32(message.payload)))
+        return message.replaced(**changes) if changes else message
+    return message.replaced(payload=message.payload[:keep], full_key=(len(message.payload), crc32(message.payload)),
+                            **changes)

@@ -13,9 +13,8 @@ which run in separate Python workers, share it.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
-from typing import List
+from typing import List, Optional
 
 from .. import cache
 from ..cmi.correl import MSGTYPE_CMI_HEADER
@@ -43,22 +42,29 @@ _MEMORY: KeptInMemory[List[PhysicalMessage]] = KeptInMemory(16, MESSAGES_KEPT_IN
 KEEP_DEFINITIONS_BYTES = 64 << 10
 
 
-def slim(message: PhysicalMessage) -> PhysicalMessage:
-    """What planning keeps of a message: attachment headers and definitions whole, other large
-    payloads partial; of large observations (nearly every message of a dataset) only their
-    record type, all that planning reads of them (a 5M-row dump's index held 256 bytes of each)."""
+def kept_bytes(message: PhysicalMessage) -> Optional[int]:
+    """How much of its payload planning keeps of a message (None: all of it): attachment headers
+    and definitions whole, other large payloads partial; of large observations (nearly every
+    message of a dataset) only their record type, all that planning reads of them (a 5M-row
+    dump's index held 256 bytes of each)."""
     descriptor = message.descriptor
     if descriptor is None:
-        return partial(message, KEEP_BYTES)
+        return KEEP_BYTES
     if descriptor.msg_type == MSGTYPE_CMI_HEADER:
-        return message
+        return None
     if len(message.payload) >= RECORD_TYPE_SIZE:
         record_type = record_type_of(message)
         if record_type in (RECORD_DATASET, RECORD_VARIABLES) and len(message.payload) <= KEEP_DEFINITIONS_BYTES:
-            return message
+            return None
         if record_type == RECORD_OBSERVATIONS and len(message.payload) > KEEP_BYTES:  # partial either way
-            return partial(message, RECORD_TYPE_SIZE)
-    return partial(message, KEEP_BYTES)
+            return RECORD_TYPE_SIZE
+    return KEEP_BYTES
+
+
+def slim(message: PhysicalMessage) -> PhysicalMessage:
+    """What planning keeps of a message (``kept_bytes``)."""
+    keep = kept_bytes(message)
+    return message if keep is None else partial(message, keep)
 
 
 def scan(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
@@ -72,12 +78,16 @@ def scan(path: str, fmt: CaptureFormat) -> List[PhysicalMessage]:
 
 def entry(message: PhysicalMessage, transport: Transport) -> PhysicalMessage:
     """What the index of a file keeps of one of its messages: a piece as it is (joined later),
-    any other ``slim`` with the details its transport keeps (``Transport.index_details``)."""
+    any other ``slim`` with the details its transport keeps (``Transport.index_details``), made
+    in one copy."""
     if transport.is_piece(message):
         return message
-    message = slim(message)
     details = transport.index_details(message)
-    return message if details is message.details else dataclasses.replace(message, details=details)
+    changes = {} if details is message.details else {"details": details}
+    keep = kept_bytes(message)
+    if keep is not None:
+        return partial(message, keep, **changes)
+    return message.replaced(**changes) if changes else message
 
 
 FINGERPRINT_BYTES = 64 << 10

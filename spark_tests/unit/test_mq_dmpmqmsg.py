@@ -179,6 +179,25 @@ def test_missing_and_valueless_attributes_keep_mqmd_defaults():
     assert d.original_length == -1
 
 
+def test_a_later_line_of_a_field_wins_and_a_value_less_one_keeps_what_came_before():
+    # Read twice: the second time every line comes from the parse cache (value-less ones too).
+    data = (b"A MST 100000\nA MST\nA CCS 819\nA CCS 1208\nA MSI 0102\nX 00\n"
+            b"\nA MST 100000\nA MST\nA CCS 819\nA CCS 1208\nA MSI 0102\nX 00\n")
+    for _ in range(2):
+        for m in parse(data):
+            d = mqmd_of(m)
+            assert (d.msg_type, d.ccsid, d.msg_id) == (100000, 1208, b"\x01\x02" + bytes(22))
+
+
+@pytest.mark.parametrize("value", [b"01 02", b"0102 03", b"012", b"01G2", b"01\xff2", b"0x01"])
+def test_a_hex_attribute_takes_only_an_even_run_of_digits(value):
+    # bytes.fromhex alone would pass over the spaces between bytes.
+    data = b"A MST 8\nX 41\n\nA MST 8\nA COI " + value + b"\nX 00\n"
+    with pytest.raises(DumpSyntaxError, match="not an even run of hex digits") as e:
+        parse(data)
+    assert (e.value.message_index, e.value.offset) == (1, data.index(b"A COI"))
+
+
 def test_aid_and_aod_are_characters():
     [m] = parse(b"A MST 8\nA AID Hello World\nA AOD ab\nX 00\n")
     assert mqmd_of(m).appl_identity_data == b"Hello World" + b" " * 21

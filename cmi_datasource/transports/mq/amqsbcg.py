@@ -50,7 +50,7 @@ from ...messages import PhysicalMessage
 from .errors import DumpSyntaxError
 from .hex_lines import all_head, head_apart, line_end, text_line
 from .message import mq_message
-from .mqmd import FIELDS_BY_BROWSE_NAME, MQLONG_MAX, MQLONG_MIN, MQMD, MQMD_FIELDS
+from .mqmd import FIELDS_BY_BROWSE_NAME, MQLONG_MAX, MQLONG_MIN, MQMD, MQMD_FIELDS, mqmd_of_fields
 
 STARTS_HERE = b"AMQSBCG0 - starts here"
 MESSAGE_START = re.compile(rb"^\s*MQGET of message number (\d+)")
@@ -309,7 +309,7 @@ def _finish(record: _Record, source: str, index: int) -> PhysicalMessage:
         elif record.original is not None and record.original > record.declared:
             problem = (f"the capture holds {record.declared} of its {record.original} bytes: amqsbcg's "
                        f"browse buffer cut it")
-    mqmd = MQMD(**record.values) if record.values else None
+    mqmd = mqmd_of_fields(record.values) if record.values else None
     message = mq_message(mqmd, payload, source, index, record.start, record.end)
     if record.damage is not None:
         damage = KeptError.of(record.damage)
