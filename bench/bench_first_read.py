@@ -36,11 +36,14 @@ spark.stop()
 
 
 def run(root: str, dump: str) -> tuple:
+    root, dump = os.path.abspath(root), os.path.abspath(dump)
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, PYTHONPATH=root, PYSPARK_PYTHON=sys.executable,
                    SPARK_CONF_DIR=os.path.join(root, "conf"), CMI_DATASOURCE_CACHE=cache)
+        # Started in the empty cache directory: ``python -c`` and Spark's ``python -m pyspark.daemon``
+        # put their working directory first on sys.path, so inside a checkout they imported it.
         out = subprocess.run([sys.executable, "-c", SPARK, root, dump], env=env, check=True,
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, cwd=cache)
     first, warm = map(float, out.stdout.strip().splitlines()[-1].split())
     return first, warm
 

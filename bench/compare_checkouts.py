@@ -69,8 +69,13 @@ print(best)
 
 
 def run(code: str, root: str, dump: str) -> float:
+    root, dump = os.path.abspath(root), os.path.abspath(dump)
     env = dict(os.environ, PYTHONPATH=root, PYSPARK_PYTHON=sys.executable, SPARK_CONF_DIR=os.path.join(root, "conf"))
-    out = subprocess.run([sys.executable, "-c", code, root, dump], env=env, check=True, capture_output=True, text=True)
+    # Started outside any checkout: ``python -c`` and Spark's ``python -m pyspark.daemon`` put
+    # their working directory first on sys.path, so inside one they imported it, whatever ``root``.
+    with tempfile.TemporaryDirectory() as elsewhere:
+        out = subprocess.run([sys.executable, "-c", code, root, dump], env=env, check=True, capture_output=True,
+                             text=True, cwd=elsewhere)
     return float(out.stdout.strip().splitlines()[-1])
 
 
