@@ -204,17 +204,43 @@ def fixed_width_from_strings(values: pa.Array, codepage: CodePage, width: int) -
     Raises UnicodeEncodeError for characters the code page lacks and ValueTooLongError
     (with ``.row``) for a value longer than ``width`` bytes.
     """
-    encoded = encode_strings(values, codepage)
-    rows = len(values)
-    matrix = np.full((rows, width), codepage.space, dtype=np.uint8)
-    data, offsets = encoded
+    matrix = np.empty((len(values), width), dtype=np.uint8)
+    place_strings(values, codepage, matrix, 0, width)
+    return matrix
+
+
+def place_strings(values: pa.Array, codepage: CodePage, rows: np.ndarray, at: int, width: int) -> None:
+    """The values, encoded and blank-padded to ``width`` bytes, into ``rows[:, at:at + width]`` of a
+    (rows, row length) uint8 matrix, in place: what ``fixed_width_from_strings`` returns (and
+    raises), written where the observations are assembled without a matrix of its own."""
+    if not 0 <= at <= rows.shape[1] - width or len(values) != rows.shape[0] or rows.dtype != np.uint8 \
+            or not rows.flags.c_contiguous:
+        raise ValueError(f"{len(values)} values of {width} bytes do not fit at {at} of a {rows.shape} {rows.dtype} "
+                         f"matrix")
+    data, offsets = encode_strings(values, codepage)
     lengths = np.diff(offsets)
-    if rows and lengths.max(initial=0) > width:
+    if len(values) and lengths.max(initial=0) > width:
         row = int(np.argmax(lengths > width))
         raise ValueTooLongError(f"value of {int(lengths[row])} bytes does not fit in {width}", row)
-    inside = np.arange(width) < lengths[:, None]
-    matrix[inside] = data
-    return matrix
+    if len(values) and (lengths.min(initial=0) < 0 or offsets[0] < 0 or offsets[-1] > len(data)):
+        raise ValueError("string offsets out of order")  # encode_strings' own arrays: never for Arrow's
+    _put_padded(data, offsets, codepage.space, rows.reshape(-1), rows.shape[1], at, width)
+
+
+@kernel
+def _put_padded(data, offsets, space, flat, row_length, at, width):
+    """Value i (data[offsets[i]:offsets[i + 1]]) into row i's bytes at..at + width - 1 of ``flat``
+    (rows of ``row_length`` bytes end to end), the rest blanks. Bounds: the caller checks that
+    flat holds a row per value, the offsets rise within data, each value fits ``width`` and
+    at + width <= row_length."""
+    for i in range(offsets.shape[0] - 1):
+        o = i * row_length + at
+        start = offsets[i]
+        length = offsets[i + 1] - start
+        for k in range(length):
+            flat[o + k] = data[start + k]
+        for k in range(length, width):
+            flat[o + k] = space
 
 
 def encode_strings(values: pa.Array, codepage: CodePage) -> Tuple[np.ndarray, np.ndarray]:

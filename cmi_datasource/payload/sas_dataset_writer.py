@@ -23,7 +23,7 @@ import pyarrow as pa
 # pyarrow.compute is imported in the functions that use it: its import takes about 60 ms, which every
 # Spark worker that only reads would pay (engine/options imports this module for its limits).
 
-from ..arrow.strings import ValueTooLongError, fixed_width_from_strings, max_encoded_length
+from ..arrow.strings import ValueTooLongError, max_encoded_length, place_strings
 from ..charsets import CodePage, not_encodable
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, write_record
 from ..cmi.wire import FieldWriter, WireFormat
@@ -34,7 +34,7 @@ from .sas_dataset import (EPOCH_SHIFT_DAYS, EPOCH_SHIFT_SECONDS, MAX_CHARACTER_L
                           RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES, SasVariable,
                           variable_name_key)
 from .sas_formats import split_display_format
-from .sas_numbers import S390RangeError, encode_numbers
+from .sas_numbers import S390RangeError, place_numbers
 
 MAX_MESSAGE_BYTES = 32768
 # Observations encoded at a time on a work thread: large enough that numpy and the kernels, which
@@ -281,66 +281,77 @@ def plan_variables(schema: pa.Schema, lengths: Mapping[str, int], codepage: Code
     return variables
 
 
+def _slots(array: pa.Array, dtype: type) -> np.ndarray:
+    """The value slots of a primitive ``array`` as numpy, without a copy. What a null's slot holds
+    is unspecified: callers mask nulls (Arrow's fill_null would cost a copy and about 40 µs a call)."""
+    if not len(array):
+        return np.zeros(0, dtype=dtype)
+    itemsize = np.dtype(dtype).itemsize
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * itemsize)
+
+
 def _numbers(column: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
-    """SAS numeric values (float64, 1960 epoch for temporal types) and the null mask."""
+    """SAS numeric values (float64, 1960 epoch for temporal types) and the null mask; a null's
+    value is unspecified (the mask decides)."""
     import pyarrow.compute as pc  # lazily: see the imports above
     t = column.type
-    missing = column.is_null().to_numpy(zero_copy_only=False)
+    missing = (column.is_null().to_numpy(zero_copy_only=False) if column.null_count
+               else np.zeros(len(column), dtype=bool))
     if pa.types.is_decimal(t):
         # Arrow's decimal-to-double cast can miss the nearest double by one unit (0.69 becomes
         # 0.6900000000000001); decimal text is exact, and Arrow parses it to the nearest double.
-        values = pc.cast(pc.cast(column, pa.string()), pa.float64()).fill_null(0).to_numpy(zero_copy_only=False)
+        values = _slots(pc.cast(pc.cast(column, pa.string()), pa.float64()), np.float64)
     elif pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t):
         # SAS numerics are doubles: integers beyond 2**53 round (check_exact_numbers refuses them
         # unless the caller accepts rounding).
-        values = pc.cast(column, pa.float64(), safe=False).fill_null(0).to_numpy(zero_copy_only=False)
+        values = _slots(pc.cast(column, pa.float64(), safe=False), np.float64)
     elif pa.types.is_date(t):
-        days = pc.cast(pc.cast(column, pa.date32()), pa.int32()).fill_null(0).to_numpy(zero_copy_only=False)
+        days = _slots(pc.cast(pc.cast(column, pa.date32()), pa.int32()), np.int32)
         values = days.astype(np.float64) + EPOCH_SHIFT_DAYS
     elif pa.types.is_timestamp(t):
         # SAS datetimes are naive: a zoned timestamp is written as its wall-clock time in its zone.
         naive = pc.local_timestamp(column) if t.tz else column
         # SAS datetimes hold about microseconds at best: finer units are cut to microseconds.
         naive = pc.cast(naive, pa.timestamp("us"), safe=False) if naive.type.unit != "us" else naive
-        micros = pc.cast(naive, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        micros = _slots(pc.cast(naive, pa.int64()), np.int64)
         # One correctly rounded division, so the nearest double to the instant is written.
         values = (micros + EPOCH_SHIFT_SECONDS * 1_000_000) / 1e6
     elif pa.types.is_duration(t):
         # Elapsed seconds, as SAS TIME values are; finer units than microseconds are cut to them.
         as_micros = column.cast(pa.duration("us"), safe=False) if t.unit != "us" else column
-        micros = pc.cast(as_micros, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        micros = _slots(pc.cast(as_micros, pa.int64()), np.int64)
         values = micros / 1e6  # one correctly rounded division: the nearest double
     else:  # time
-        nanos = pc.cast(column.cast(pa.time64("ns")), pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        nanos = _slots(pc.cast(column.cast(pa.time64("ns")), pa.int64()), np.int64)
         values = nanos / 1e9
-    return np.asarray(values, dtype=np.float64), np.asarray(missing, dtype=bool)
+    return np.asarray(values, dtype=np.float64), missing
 
 
 def encode_observations(table: pa.Table, variables: Sequence[SasVariable], codepage: CodePage,
-                        fmt: FloatFormat, obs_length: int, truncate: bool = False, first_row: int = 0) -> bytes:
+                        fmt: FloatFormat, obs_length: int, truncate: bool = False, first_row: int = 0) -> memoryview:
     """The observations of ``table``, ``obs_length`` bytes each; ``first_row``: observations before
-    them in the dataset, so that an error says which row, counting from 1."""
+    them in the dataset, so that an error says which row, counting from 1. Each variable is
+    written straight into its place in the rows (compiled kernels): no matrix per column."""
     rows = np.zeros((table.num_rows, obs_length), dtype=np.uint8)
     for variable, column in zip(variables, table.columns):
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        target = rows[:, variable.offset:variable.offset + variable.length]
         if variable.is_numeric:
             values, missing = _numbers(column)
             try:
-                target[:] = encode_numbers(values, missing, variable.length, fmt)
+                place_numbers(values, missing, fmt, rows, variable.offset, variable.length)
             except S390RangeError as e:
                 raise CmiEncodeError(f"column {variable.name}: {e}") from None
         else:
             if truncate:
                 column = _truncate_strings(column, codepage, variable.length)
             try:
-                target[:] = fixed_width_from_strings(column, codepage, variable.length)
+                place_strings(column, codepage, rows, variable.offset, variable.length)
             except UnicodeEncodeError as e:
                 raise not_encodable(f"column {variable.name!r}", e, codepage) from None
-            except ValueError as e:
+            except ValueError as e:  # Arrow's cast of binary values to text raises ArrowInvalid, a ValueError
                 row = first_row + e.row + 1 if isinstance(e, ValueTooLongError) else "?"
                 raise CmiEncodeError(f"column {variable.name}, row {row}: {e}") from None
-    return rows.tobytes()
+    return rows.reshape(-1).data
 
 
 def _truncate_strings(column: pa.Array, codepage: CodePage, width: int) -> pa.Array:
@@ -417,7 +428,7 @@ class DatasetEncoder:
         room = self.max_payload - RECORD_TYPE_SIZE
         type_int = _type_int(RECORD_OBSERVATIONS, self.wire)
 
-        def encode(chunk: Tuple[int, List[pa.RecordBatch]]) -> bytes:
+        def encode(chunk: Tuple[int, List[pa.RecordBatch]]) -> memoryview:
             first_row, group = chunk
             table = pa.Table.from_batches(group) if len(group) > 1 else group[0]
             return encode_observations(table, self.variables, self.codepage, self.fmt, self.obs_length,

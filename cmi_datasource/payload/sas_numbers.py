@@ -92,20 +92,47 @@ def _decode_s390(bits: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 def encode_numbers(values: np.ndarray, missing: np.ndarray, width: int, fmt: FloatFormat) -> np.ndarray:
     """(rows, width) uint8 matrix; missing rows get SAS's "." and low-order bytes are dropped."""
+    out = np.empty((len(values), width), dtype=np.uint8)
+    place_numbers(values, missing, fmt, out, 0, width)
+    return out
+
+
+def place_numbers(values: np.ndarray, missing: np.ndarray, fmt: FloatFormat, rows: np.ndarray, at: int,
+                  width: int) -> None:
+    """The values as SAS numerics of ``width`` bytes into ``rows[:, at:at + width]`` of a (rows,
+    row length) uint8 matrix, in place: what ``encode_numbers`` returns, written where the
+    observations are assembled without a matrix of its own (a write encodes millions of rows)."""
     values = np.asarray(values, dtype=np.float64)
     missing = np.asarray(missing, dtype=bool) | np.isnan(values)
+    if not 1 <= width <= 8 or not 0 <= at <= rows.shape[1] - width or len(values) != rows.shape[0] \
+            or len(missing) != len(values) or rows.dtype != np.uint8 or not rows.flags.c_contiguous:
+        raise ValueError(f"{len(values)} numbers of {width} bytes do not fit at {at} of a {rows.shape} {rows.dtype} "
+                         f"matrix")
     if fmt is FloatFormat.S390:
-        bits = _encode_s390(np.where(missing, 0.0, values))
-        bits = np.where(missing, S390_MISSING_DOT, bits)
-        full = bits.astype(">u8").view(np.uint8).reshape(-1, 8)
-        return np.ascontiguousarray(full[:, :width])
-    bits = values.view(np.uint64).copy()
-    bits[missing] = IEEE_MISSING_DOT
-    if fmt is FloatFormat.IEEE_BIG:
-        full = bits.astype(">u8").view(np.uint8).reshape(-1, 8)
-        return np.ascontiguousarray(full[:, :width])
-    full = bits.astype("<u8").view(np.uint8).reshape(-1, 8)
-    return np.ascontiguousarray(full[:, 8 - width:])
+        bits = np.where(missing, S390_MISSING_DOT, _encode_s390(np.where(missing, 0.0, values)))
+    else:
+        bits = values.view(np.uint64).copy()
+        bits[missing] = IEEE_MISSING_DOT
+    _put_high_bytes(bits, rows.reshape(-1), rows.shape[1], at, width, fmt is not FloatFormat.IEEE_LITTLE)
+
+
+@kernel
+def _put_high_bytes(bits, flat, row_length, at, width, big_endian):
+    """The high-order ``width`` bytes of each bits[i] into row i's bytes at..at + width - 1 of
+    ``flat`` (rows of ``row_length`` bytes end to end), in big-endian order or, when
+    ``big_endian`` is false, as they stand in a little-endian double. Bounds: the caller checks
+    that flat holds a row per value, 1 <= width <= 8 and at + width <= row_length."""
+    for i in range(bits.shape[0]):
+        o = i * row_length + at
+        b = bits[i]
+        if big_endian:
+            for k in range(width):
+                flat[o + k] = (b >> np.uint64(56 - 8 * k)) & np.uint64(0xFF)
+        else:
+            b = b >> np.uint64(64 - 8 * width)
+            for k in range(width):
+                flat[o + k] = b & np.uint64(0xFF)
+                b = b >> np.uint64(8)
 
 
 class S390RangeError(ValueError):

@@ -460,3 +460,23 @@ def test_invalid_utf8_raises_unicode_decode_error():
 ])
 def test_temporal_kind(name, kind):
     assert temporal_kind(name) == kind
+
+
+def test_values_placed_in_rows_leave_the_neighbouring_bytes():
+    """What a write assembles observations with: numbers and text written into their own columns
+    of a matrix of rows, the bytes around them untouched, equal to the matrices of their own."""
+    from cmi_datasource.arrow.strings import place_strings
+    from cmi_datasource.payload.sas_numbers import place_numbers
+    numbers, missing = np.array([1.5, -2.0, 0.0, np.nan]), np.array([False, False, True, False])
+    text = pa.array(["ab", None, "é", "wxyz"])
+    for fmt, width in ((LITTLE, 8), (LITTLE, 3), (BIG, 5), (S390, 8), (S390, 4)):
+        out = np.full((4, 1 + width + 4 + 2), 0xEE, dtype=np.uint8)
+        place_numbers(numbers, missing, fmt, out, 1, width)
+        place_strings(text, code_page(1208), out, 1 + width, 4)
+        assert (out[:, 0] == 0xEE).all() and (out[:, -2:] == 0xEE).all()
+        assert (out[:, 1:1 + width] == encode_numbers(numbers, missing, width, fmt)).all()
+        assert [bytes(r) for r in out[:, 1 + width:1 + width + 4]] == [b"ab  ", b"    ", "é  ".encode(), b"wxyz"]
+    with pytest.raises(ValueError):  # past the row's end
+        place_numbers(numbers, missing, LITTLE, np.zeros((4, 8), np.uint8), 1, 8)
+    with pytest.raises(ValueError):  # a row count other than the values'
+        place_strings(text, code_page(1208), np.zeros((3, 8), np.uint8), 0, 4)
