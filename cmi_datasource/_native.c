@@ -1,4 +1,5 @@
-/* The decode kernels of a warm read, compiled ahead of time (issue 30).
+/* The decode kernels of a warm read and the write's kernels (X lines, numbers and text placed in
+   the rows of observations), compiled ahead of time (issue 30).
 
    Each function here is the C twin of a numba kernel (the reference, which the tests compare
    it with byte for byte); compiled.py decides which one runs. Being compiled when the package
@@ -851,7 +852,8 @@ put_string(uint8_t *restrict to, const uint8_t *restrict from, Py_ssize_t n, Py_
 #else
     (void)whole_tail;
 #endif
-    memcpy(to, from, (size_t)n);
+    if (n)  /* `from` may be the null pointer of an empty buffer: memcpy must not be given it */
+        memcpy(to, from, (size_t)n);
     memset(to + n, blank, (size_t)(width - n));
 }
 
@@ -1072,6 +1074,254 @@ ato_rows(PyObject *self, PyObject *args)
                          (long long)outcome.variable, (long long)outcome.offset);
 }
 
+/* ---- the write's kernels: X lines, SAS numerics and blank-padded text into rows ---------------- */
+
+#define HEX_BLOCK 8192  /* payload bytes whose digits are made at a time: their 16 KiB stay in the L1/L2 cache */
+#define LINE_COPY 64     /* a short line's digits are copied as one block of this size */
+
+/* The digits of in[0:n) into to[0:2n): arithmetic when `digits` are 0-9 then six consecutive letters
+   (dmpmqmsg's upper case: a loop the compiler vectorises), else from a table of 256 pairs. */
+FOR_THIS_MACHINE static void
+hex_digits(const uint8_t *restrict in, Py_ssize_t n, uint8_t *restrict to, const uint8_t *restrict digits)
+{
+    int arithmetic = 1;
+    for (int k = 0; k < 16; k++)
+        arithmetic &= digits[k] == (k < 10 ? '0' + k : digits[10] + k - 10);
+    if (arithmetic) {
+        const uint8_t past_nine = (uint8_t)(digits[10] - '0' - 10);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint8_t high = in[i] >> 4, low = in[i] & 15;
+            to[2 * i] = (uint8_t)(high + '0' + (high > 9 ? past_nine : 0));
+            to[2 * i + 1] = (uint8_t)(low + '0' + (low > 9 ? past_nine : 0));
+        }
+        return;
+    }
+    uint8_t pairs[256][2];
+    for (int b = 0; b < 256; b++) {
+        pairs[b][0] = digits[b >> 4];
+        pairs[b][1] = digits[b & 15];
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        memcpy(to + 2 * i, pairs[in[i]], 2);
+}
+
+/* hex_lines._x_lines: "X ", the digits of each `width` payload bytes (digits[] the 16 digits) and a
+   line end, into out (room for them checked by the caller: 3 bytes a line, 2 a payload byte).
+   A dmpmqmsg line holds 25 bytes, too few for a vectorised loop of its own: the digits of many
+   lines are made at once (hex_digits), then each line's are copied to its place, a short line's as
+   one block of LINE_COPY bytes where the lines after it write over what it adds. Returns the bytes
+   written. */
+FOR_THIS_MACHINE static Py_ssize_t
+x_lines_of(const uint8_t *restrict payload, Py_ssize_t n, Py_ssize_t width, uint8_t *restrict out,
+           const uint8_t *restrict digits)
+{
+    uint8_t block[2 * HEX_BLOCK];
+    const Py_ssize_t total = 2 * n + 3 * (n / width + (n % width != 0));
+    uint8_t *w = out;
+    if (width > HEX_BLOCK / 2) {  /* long lines: their own loops vectorise */
+        for (Py_ssize_t start = 0; start < n; start += width) {
+            Py_ssize_t size = n - start < width ? n - start : width;
+            *w++ = 'X';
+            *w++ = ' ';
+            hex_digits(payload + start, size, w, digits);
+            w += 2 * size;
+            *w++ = '\n';
+        }
+        return w - out;
+    }
+    const Py_ssize_t per_block = HEX_BLOCK / width * width;
+    for (Py_ssize_t first = 0; first < n; first += per_block) {
+        Py_ssize_t in_block = n - first < per_block ? n - first : per_block;
+        hex_digits(payload + first, in_block, block, digits);
+        for (Py_ssize_t start = 0; start < in_block; start += width) {
+            Py_ssize_t size = in_block - start < width ? in_block - start : width;
+            w[0] = 'X';
+            w[1] = ' ';
+            if (2 * size <= LINE_COPY && (w - out) + 2 + LINE_COPY <= total
+                && 2 * start + LINE_COPY <= 2 * HEX_BLOCK)
+                memcpy(w + 2, block + 2 * start, LINE_COPY);
+            else
+                memcpy(w + 2, block + 2 * start, (size_t)(2 * size));
+            w += 2 + 2 * size;
+            *w++ = '\n';
+        }
+    }
+    return w - out;
+}
+
+static PyObject *
+x_lines(PyObject *self, PyObject *args)
+{
+    PyObject *objs[3];
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "OnOO:x_lines", &objs[0], &width, &objs[1], &objs[2]))
+        return NULL;
+    static const char *names[3] = {"payload", "out", "digits"};
+    static const int writable[3] = {0, 1, 0};
+    Py_buffer v[3];
+    for (int i = 0; i < 3; i++) {
+        if (take(objs[i], &v[i], names[i], ANY_UINT, 1, 0, writable[i]) < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = v[0].len, room = v[1].len;
+    /* 3 bytes a line and 2 a payload byte, checked without overflow: lines <= n, so 3 * lines + 2 * n
+       needs only n <= room / 5 to be computed. */
+    const char *problem = width < 1 ? "the width must be at least 1 byte"
+                          : v[2].len < 16 ? "digits must hold 16 digits"
+                          : n > room / 2 || 2 * n + 3 * (n / width + (n % width != 0)) > room
+                              ? "out is too small for the lines" : NULL;
+    if (problem) {
+        release(v, 3);
+        return PyErr_Format(PyExc_ValueError, "x_lines: %s (%zd payload bytes, width %zd, out of %zd)", problem, n,
+                            width, room);
+    }
+    Py_ssize_t written;
+    Py_BEGIN_ALLOW_THREADS
+    written = x_lines_of(v[0].buf, n, width, v[1].buf, v[2].buf);
+    Py_END_ALLOW_THREADS
+    release(v, 3);
+    return PyLong_FromSsize_t(written);
+}
+
+/* Rows of `row_length` bytes end to end in a buffer of `size` bytes: whether `rows` of them lie in
+   it and their bytes at..at + width - 1 inside each row. */
+static int
+columns_fit(Py_ssize_t rows, Py_ssize_t size, Py_ssize_t row_length, Py_ssize_t at, Py_ssize_t width)
+{
+    return rows >= 0 && row_length >= 0 && at >= 0 && width >= 0 && width <= row_length && at <= row_length - width
+           && (rows == 0 || row_length <= size / rows);
+}
+
+/* One loop per width, so that each row's bytes are one store of a size known when compiled. */
+#define PUT_HIGH_BYTES(WIDTH)                                                                          \
+    for (Py_ssize_t i = 0; i < n; i++) {                                                               \
+        uint64_t b = bits[i];                                                                          \
+        if (big_endian)                                                                                \
+            b = __builtin_bswap64(b);                                                                  \
+        else                                                                                           \
+            b >>= 64 - 8 * (WIDTH);                                                                    \
+        memcpy(flat + i * row_length, &b, (WIDTH));                                                    \
+    }                                                                                                  \
+    break
+
+/* sas_numbers._put_high_bytes (flat already moved to the column's first byte). */
+FOR_THIS_MACHINE static void
+put_high_bytes_rows(const uint64_t *restrict bits, Py_ssize_t n, uint8_t *restrict flat, Py_ssize_t row_length,
+                    Py_ssize_t width, int big_endian)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    switch (width) {
+    case 1: PUT_HIGH_BYTES(1);
+    case 2: PUT_HIGH_BYTES(2);
+    case 3: PUT_HIGH_BYTES(3);
+    case 4: PUT_HIGH_BYTES(4);
+    case 5: PUT_HIGH_BYTES(5);
+    case 6: PUT_HIGH_BYTES(6);
+    case 7: PUT_HIGH_BYTES(7);
+    default: PUT_HIGH_BYTES(8);
+    }
+#else
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t b = bits[i];
+        uint8_t *to = flat + i * row_length;
+        for (Py_ssize_t k = 0; k < width; k++)
+            to[k] = (uint8_t)(big_endian ? b >> (56 - 8 * k) : b >> (64 - 8 * width + 8 * k));
+    }
+#endif
+}
+
+static PyObject *
+put_high_bytes(PyObject *self, PyObject *args)
+{
+    PyObject *objs[2];
+    Py_ssize_t row_length, at, width;
+    int big_endian;
+    if (!PyArg_ParseTuple(args, "OOnnnp:put_high_bytes", &objs[0], &objs[1], &row_length, &at, &width, &big_endian))
+        return NULL;
+    Py_buffer v[2];
+    if (take(objs[0], &v[0], "bits", ANY_UINT, 8, 1, 0) < 0)
+        return NULL;
+    if (take(objs[1], &v[1], "flat", ANY_UINT, 1, 0, 1) < 0) {
+        release(v, 1);
+        return NULL;
+    }
+    Py_ssize_t n = items(&v[0]);
+    if (width < 1 || width > 8 || !columns_fit(n, v[1].len, row_length, at, width)) {
+        release(v, 2);
+        return PyErr_Format(PyExc_ValueError, "put_high_bytes: %zd numbers of %zd bytes (1 to 8) at %zd of rows of "
+                            "%zd bytes do not fit in %zd bytes", n, width, at, row_length, v[1].len);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    put_high_bytes_rows(v[0].buf, n, (uint8_t *)v[1].buf + at, row_length, width, big_endian);
+    Py_END_ALLOW_THREADS
+    release(v, 2);
+    Py_RETURN_NONE;
+}
+
+/* strings._put_padded (flat already moved to the column's first byte): each value then blanks to
+   `width`, by put_string (one block load and blend when the data holds STRING_TAIL bytes past the
+   value's start). */
+FOR_THIS_MACHINE static void
+put_padded_rows(const uint8_t *restrict data, Py_ssize_t size, const int64_t *restrict offsets, Py_ssize_t n,
+                uint8_t blank, uint8_t *restrict flat, Py_ssize_t row_length, Py_ssize_t width)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t start = offsets[i];
+        put_string(flat + i * row_length, data + start, offsets[i + 1] - start, width,
+                   start <= size - STRING_TAIL, blank);
+    }
+}
+
+static PyObject *
+put_padded(PyObject *self, PyObject *args)
+{
+    PyObject *objs[3];
+    Py_ssize_t blank, row_length, at, width;
+    if (!PyArg_ParseTuple(args, "OOnOnnn:put_padded", &objs[0], &objs[1], &blank, &objs[2], &row_length, &at,
+                          &width))
+        return NULL;
+    static const char *names[3] = {"data", "offsets", "flat"};
+    static const char kinds[3] = {ANY_UINT, ANY_INT, ANY_UINT};
+    static const Py_ssize_t sizes[3] = {1, 8, 1};
+    static const int dims[3] = {0, 1, 0};
+    static const int writable[3] = {0, 0, 1};
+    Py_buffer v[3];
+    for (int i = 0; i < 3; i++) {
+        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], dims[i], writable[i]) < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    const uint8_t *data = v[0].buf;
+    const int64_t *offsets = v[1].buf;
+    uint8_t *flat = v[2].buf;
+    Py_ssize_t n = items(&v[1]) > 0 ? items(&v[1]) - 1 : 0, size = v[0].len;
+    const char *problem = blank < 0 || blank > 255 ? "the blank is not a byte"
+                          : !columns_fit(n, v[2].len, row_length, at, width) ? "the rows do not hold the values' column"
+                          : NULL;
+    for (Py_ssize_t i = 0; !problem && i < n; i++)
+        if (offsets[i] < 0 || offsets[i + 1] < offsets[i] || offsets[i + 1] > size
+            || offsets[i + 1] - offsets[i] > width)
+            problem = "offsets must rise inside data, each value no longer than the width";
+    /* The loop takes data and flat as restrict pointers (put_string's block loads): rows written over
+       the values being read would be undefined behaviour. */
+    if (!problem && size && v[2].len && (uintptr_t)data < (uintptr_t)flat + (uintptr_t)v[2].len
+        && (uintptr_t)flat < (uintptr_t)data + (uintptr_t)size)
+        problem = "flat overlaps data";
+    if (problem) {
+        release(v, 3);
+        return PyErr_Format(PyExc_ValueError, "put_padded: %s (%zd values of %zd bytes at %zd of rows of %zd bytes, "
+                            "%zd bytes of data, %zd of rows)", problem, n, width, at, row_length, size, v[2].len);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    put_padded_rows(data, size, offsets, n, (uint8_t)blank, flat + at, row_length, width);
+    Py_END_ALLOW_THREADS
+    release(v, 3);
+    Py_RETURN_NONE;
+}
+
 /* ---- module -------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1082,11 +1332,15 @@ static PyMethodDef methods[] = {
     {"gather_fields", gather_fields, METH_VARARGS, "sas_numbers._gather_fields"},
     {"sas_to_arrow_time", sas_to_arrow_time, METH_VARARGS, "sas_dataset._sas_to_arrow_time"},
     {"ato_rows", ato_rows, METH_VARARGS, "tibrv.observations._ato_rows"},
+    {"x_lines", x_lines, METH_VARARGS, "hex_lines._x_lines"},
+    {"put_high_bytes", put_high_bytes, METH_VARARGS, "sas_numbers._put_high_bytes"},
+    {"put_padded", put_padded, METH_VARARGS, "strings._put_padded"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_native", "The decode kernels of a warm read compiled ahead of time (compiled.py).",
+    PyModuleDef_HEAD_INIT, "_native",
+    "The kernels of a warm read and of a write's commit compiled ahead of time (compiled.py).",
     -1, methods,
 };
 

@@ -13,8 +13,9 @@ Bounds checks are off, so a kernel must keep every index inside its arrays itsel
 one says how, and the Python function that calls it checks the sizes it relies on.
 
 The kernels a warm read runs (hex of dumps, TIB/RV's ATO rows, numeric, character and temporal
-fields) also exist in C, compiled when the package is built (``_native.c``; issue 30):
-``@kernel(native="name")`` runs that twin instead, so that such a read imports no numba at all
+fields) and those of a write's commit (X lines, numbers and text placed in the rows) also exist in
+C, compiled when the package is built (``_native.c``; issue 30): ``@kernel(native="name")`` runs
+that twin instead, so that such a read or write imports no numba at all
 (0.35 s in each fresh Python worker). The numba kernel stays the reference the tests compare the
 C with, and runs instead when the extension is missing (built without a C compiler) or when the
 environment variable ``CMI_NATIVE=0`` asks for it. This module alone decides which runs: callers do not change.

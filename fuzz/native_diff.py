@@ -797,6 +797,104 @@ def _huge_ato_call(p: Parameters, args: list) -> None:
     _compare("ato_rows", got, (expected, [*outputs[:1], *_outputs(bad)[1:5], *outputs[5:]]))
 
 
+# -- the write's kernels: X lines, numbers and text into rows ------------------------------------------
+
+X_LINE_WIDTHS = (25, 25, 1, 16, 32, 33, 64, 4096, 4097, 8193)  # dmpmqmsg's 25; either side of the C's blocks
+
+
+def _digits(p: Parameters) -> np.ndarray:
+    """The 16 digits: the writer's upper case mostly, else lower case or any 16 bytes (the C's table)."""
+    kind = p.integer(0, 7)
+    if kind < 5:
+        return hex_lines._UPPER_DIGITS
+    if kind == 5:
+        return np.frombuffer(b"0123456789abcdef", np.uint8)
+    return np.random.default_rng(p.integer(0, 1 << 16)).integers(0, 256, 16 + p.integer(0, 3), dtype=np.uint8)
+
+
+def check_x_lines(p: Parameters, data: bytes) -> None:
+    payload = on_material(p, data, row_material()) * p.choice((1, 1, 1, 5, 40))
+    payload = payload[:p.integer(0, len(payload))] if p.chance(1) else payload
+    width = p.choice(X_LINE_WIDTHS) if p.chance(6) else p.integer(1, 300)
+    digits = _digits(p)
+    n = len(payload)
+    total = 2 * n + 3 * -(-n // width)
+    room = total + p.integer(0, 3) + (p.integer(0, 80) if p.chance(2) else 0)
+    args = [placed(np.frombuffer(payload, np.uint8), p.integer(0, 7)), width, np.full(room, 0xA5, np.uint8), digits]
+    written = same(hex_lines._x_lines, args, "x_lines")
+    if written != total:
+        raise KernelMismatch("x_lines", "wrote other than its lines", f"{written} bytes, not {total}")
+    if p.chance(2):  # out cut short: refused before a byte is written when it lacks room for the lines
+        cut_short(hex_lines._x_lines, args, [2], [p.integer(0, room)], "x_lines", reserved=[total])
+    if p.chance(2):
+        wrongs = [("a width of 0", 1, 0), ("a negative width", 1, -p.integer(1, 1 << 16)),
+                  ("fewer than 16 digits", 3, digits[:p.integer(0, 15)])]
+        if total:
+            wrongs.append(("out too small", 2, np.zeros(total - 1, np.uint8)))
+        one_refused(p, hex_lines._x_lines, args, "x_lines", wrongs)
+
+
+def _row_layout(p: Parameters, count: int, width: int) -> Tuple[int, int, np.ndarray]:
+    """(row length, at, flat rows filled with 0xEE, perhaps a few bytes longer) for a column of width."""
+    at = p.integer(0, 16)
+    row_length = at + width + p.integer(0, 16)
+    return row_length, at, np.full(count * row_length + p.integer(0, 3), 0xEE, np.uint8)
+
+
+def _rows_wrongs(count: int, row_length: int, at: int, width: int, flat_index: int) -> list:
+    """The calls outside a column's bounds common to both row kernels (argument indexes as theirs)."""
+    wrongs = [("a column past the row", flat_index + 2, row_length - width + 1), ("a negative at", flat_index + 2, -1),
+              ("a negative row length", flat_index + 1, -1)]
+    if count > 0:
+        wrongs.append(("rows no buffer holds", flat_index + 1, (1 << 62) + at))
+        if row_length:
+            wrongs.append(("fewer rows than values", flat_index, np.zeros(count * row_length - 1, np.uint8)))
+    return wrongs
+
+
+def check_put_high_bytes(p: Parameters, data: bytes) -> None:
+    data = on_material(p, data, double_material())
+    bits = np.frombuffer(data[:len(data) // 8 * 8], np.uint64).copy()
+    for _ in range(p.integer(0, 3) if len(bits) else 0):  # SAS's missing values
+        bits[p.integer(0, len(bits) - 1)] = p.choice((sas_numbers.IEEE_MISSING_DOT, sas_numbers.S390_MISSING_DOT, 0))
+    width = p.integer(1, 8)
+    row_length, at, flat = _row_layout(p, len(bits), width)
+    args = [placed(bits, odd_offset(p)), placed(flat, p.integer(0, 7)), row_length, at, width, p.chance(4)]
+    same(sas_numbers._put_high_bytes, args, "put_high_bytes")
+    if p.chance(2):
+        wrongs = [*_rows_wrongs(len(bits), row_length, at, width, 1), ("a width of 0", 4, 0), ("a width of 9", 4, 9),
+                  ("bits signed", 0, bits.astype(np.int64)), ("bits of doubles", 0, bits.view(np.float64))]
+        one_refused(p, sas_numbers._put_high_bytes, args, "put_high_bytes", wrongs)
+
+
+def check_put_padded(p: Parameters, data: bytes) -> None:
+    data = on_material(p, data, row_material())
+    width = p.choice((0, 1, 8, 20, 63, 64, 65, 200)) if p.chance(4) else p.integer(0, 80)
+    count = p.integer(0, 64) * p.choice((1, 1, 20))
+    rng = np.random.default_rng(p.integer(0, 1 << 16))
+    lengths = rng.integers(0, width + 1, count) if width and not p.chance(1) else np.full(count, width)
+    first = p.integer(0, 8)
+    offsets = np.concatenate([[first], first + np.cumsum(lengths)]).astype(np.int64)
+    values = np.resize(np.frombuffer(data or b"\0", np.uint8), int(offsets[-1]) + p.integer(0, 70))
+    if p.chance(1) and count:
+        offsets = offsets[:p.integer(0, count)]  # fewer values than the rows hold: the rows past them untouched
+    space = p.choice((0x20, 0x20, 0x40, 0, 255))
+    row_length, at, flat = _row_layout(p, count, width)
+    args = [placed(values, p.integer(0, 7)), placed(offsets, odd_offset(p)), space, placed(flat, p.integer(0, 7)),
+            row_length, at, width]
+    same(strings._put_padded, args, "put_padded")
+    if p.chance(2):
+        wrongs = [*_rows_wrongs(len(offsets) - 1, row_length, at, width, 3), ("a blank of 256", 2, 256),
+                  ("a blank of -1", 2, -1), ("offsets of doubles", 1, offsets.astype(np.float64))]
+        if len(offsets) > 1:
+            i = p.integer(0, len(offsets) - 2)
+            wrongs += [("a value longer than the width", 1, changed(offsets, i + 1, offsets[i] + width + 1)),
+                       ("offsets falling", 1, changed(offsets, i + 1, offsets[i] - 1)),
+                       ("an offset past the data", 1, changed(offsets, len(offsets) - 1, len(values) + 1)),
+                       ("a negative offset", 1, changed(offsets, 0, -1))]
+        one_refused(p, strings._put_padded, args, "put_padded", wrongs)
+
+
 # -- the target --------------------------------------------------------------------------------------
 
 KERNELS: Dict[str, Tuple[Kernel, Callable[[Parameters, bytes], None]]] = {
@@ -807,6 +905,9 @@ KERNELS: Dict[str, Tuple[Kernel, Callable[[Parameters, bytes], None]]] = {
     "gather_fields": (sas_numbers._gather_fields, check_gather_fields),
     "sas_to_arrow_time": (sas_dataset._sas_to_arrow_time, check_sas_to_arrow_time),
     "ato_rows": (observations._ato_rows, check_ato_rows),
+    "x_lines": (hex_lines._x_lines, check_x_lines),
+    "put_high_bytes": (sas_numbers._put_high_bytes, check_put_high_bytes),
+    "put_padded": (strings._put_padded, check_put_padded),
 }
 
 

@@ -227,7 +227,7 @@ def place_strings(values: pa.Array, codepage: CodePage, rows: np.ndarray, at: in
     _put_padded(data, offsets, codepage.space, rows.reshape(-1), rows.shape[1], at, width)
 
 
-@kernel
+@kernel(native="put_padded")
 def _put_padded(data, offsets, space, flat, row_length, at, width):
     """Value i (data[offsets[i]:offsets[i + 1]]) into row i's bytes at..at + width - 1 of ``flat``
     (rows of ``row_length`` bytes end to end), the rest blanks. Bounds: the caller checks that

@@ -116,7 +116,7 @@ def place_numbers(values: np.ndarray, missing: np.ndarray, fmt: FloatFormat, row
     _put_high_bytes(bits, rows.reshape(-1), rows.shape[1], at, width, fmt is not FloatFormat.IEEE_LITTLE)
 
 
-@kernel
+@kernel(native="put_high_bytes")
 def _put_high_bytes(bits, flat, row_length, at, width, big_endian):
     """The high-order ``width`` bytes of each bits[i] into row i's bytes at..at + width - 1 of
     ``flat`` (rows of ``row_length`` bytes end to end), in big-endian order or, when

@@ -36,7 +36,8 @@ from conftest import ROOT, SAMPLES
 NATIVE_KERNELS = {hex_lines.x_run: "x_run", dump_spans._decode_spans: "decode_spans",
                   strings._trim_and_gather: "trim_and_gather", strings._first_ill_formed: "first_ill_formed",
                   sas_numbers._gather_fields: "gather_fields", sas_dataset._sas_to_arrow_time: "sas_to_arrow_time",
-                  observations._ato_rows: "ato_rows"}
+                  observations._ato_rows: "ato_rows", hex_lines._x_lines: "x_lines",
+                  sas_numbers._put_high_bytes: "put_high_bytes", strings._put_padded: "put_padded"}
 DUMPS = ("mixed_types.dmp", "big_endian_273_819.dmp", "zos_785_37.dmp", "nightly_batch.dmp", "files.dmp",
          "seed000_external_file.dmp")
 
@@ -113,6 +114,116 @@ def test_a_fresh_process_reads_a_dump_an_mqget_and_a_tibrv_capture_without_numba
     paths = [os.path.join(SAMPLES, "mixed_types.dmp"), str(mqget), os.path.join(SAMPLES, "tibrv_capture.rv")]
     assert _fresh_read(paths, native=True) == "False"
     assert _fresh_read(paths, native=False) == "True"  # CMI_NATIVE=0: numba's kernels
+
+
+# ---- the write's kernels -------------------------------------------------------------------------------
+
+_FRESH_WRITE = """
+import datetime as dt, hashlib, io, sys
+import pyarrow as pa
+from cmi_datasource.engine.write import DatasetToWrite, WriteOptions, write_attachments_dump
+table = pa.table({"name": ["a", "\\u00e9t\\u00e9", None, "x" * 12], "x": [1.5, None, -2.0, 1e70],
+                  "n": pa.array([1, None, -7, 2 ** 40], pa.int64()),
+                  "day": [dt.date(2001, 2, 3), None, dt.date(1960, 1, 1), dt.date(2099, 12, 31)],
+                  "at": pa.array([dt.datetime(2020, 5, 6, 7, 8, 9, 123456)] * 4, pa.timestamp("us"))})
+digests = []
+for encoding, ccsid in ((546, 1208), (273, 819), (785, 37)):
+    for form in ("dmpmqmsg", "mqget"):
+        out = io.BytesIO()
+        write_attachments_dump(out, [DatasetToWrite(table, "WORK", "ROWS")], format=form,
+                               options=WriteOptions(encoding=encoding, ccsid=ccsid, deterministic_seed="t"))
+        digests.append(hashlib.sha256(out.getvalue()).hexdigest()[:16])
+print(",".join(digests), "numba" in sys.modules)
+"""
+
+
+def _fresh_write(native: bool):
+    env = dict(os.environ, PYTHONPATH=ROOT, CMI_NATIVE="1" if native else "0")
+    done = subprocess.run([sys.executable, "-c", _FRESH_WRITE], capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()[-2:]
+
+
+def test_a_fresh_process_writes_dumps_without_numba():
+    """A write's commit (a fresh Spark Python worker) places numbers and text into the rows and writes
+    X lines: with the C kernels it imports no numba (0.35-0.4 s); with numba's (CMI_NATIVE=0) it does,
+    and writes the same bytes, IEEE little and big-endian and S/390 numbers, UTF-8 and EBCDIC text."""
+    digests, numba_imported = _fresh_write(native=True)
+    assert numba_imported == "False"
+    assert _fresh_write(native=False) == [digests, "True"]
+
+
+@settings(max_examples=150)
+@given(st.binary(max_size=700), st.integers(1, 80), st.sampled_from([b"0123456789ABCDEF", b"0123456789abcdef",
+                                                                     bytes(range(200, 216))]))
+@example(b"\x00\xff" * 5000, 25, b"0123456789ABCDEF")  # more than the C's block of 8 KiB
+def test_x_lines_alike(payload, width, digits):
+    n = len(payload)
+    total = 2 * n + 3 * -(-n // width)
+    out = np.full(total + 70, 0xA5, np.uint8)
+    assert _same(hex_lines._x_lines, np.frombuffer(payload, np.uint8), width, out,
+                 np.frombuffer(digits, np.uint8)) == total
+    if payload and digits == b"0123456789ABCDEF":  # as dmpmqmsg writes them
+        lines = [b"X " + payload[i:i + width].hex().upper().encode() for i in range(0, n, width)]
+        assert hex_lines.x_lines(payload, width) == b"\n".join(lines) + b"\n"
+
+
+@settings(max_examples=150)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40), st.integers(1, 8),
+       st.integers(0, 5), st.integers(0, 5), st.booleans())
+def test_numbers_placed_alike(values, width, at, slack, big_endian):
+    bits = np.array(values, np.float64).view(np.uint64)
+    row_length = at + width + slack
+    flat = np.full(len(values) * row_length + 3, 0xEE, np.uint8)
+    _same(sas_numbers._put_high_bytes, bits, flat, row_length, at, width, big_endian)
+
+
+@settings(max_examples=150)
+@given(st.lists(st.text(max_size=30), max_size=40), st.integers(0, 5), st.integers(0, 5),
+       st.sampled_from([0x20, 0x40, 0]), st.integers(0, 70))
+def test_text_placed_alike(values, at, slack, space, spare):
+    encoded = [v.encode() for v in values]
+    width = max([len(e) for e in encoded] + [spare])
+    offsets = np.concatenate([[0], np.cumsum([len(e) for e in encoded])]).astype(np.int64)
+    data = np.frombuffer(b"".join(encoded) + bytes(spare), np.uint8)  # values ending near or far from its end
+    row_length = at + width + slack
+    flat = np.full(len(values) * row_length + 3, 0xEE, np.uint8)
+    _same(strings._put_padded, data, offsets, space, flat, row_length, at, width)
+
+
+def test_the_write_kernels_refuse_what_does_not_fit():
+    x_lines, put_high_bytes, put_padded = (k.native_function() for k in (hex_lines._x_lines,
+                                                                          sas_numbers._put_high_bytes,
+                                                                          strings._put_padded))
+    payload, digits = np.frombuffer(b"abc", np.uint8), hex_lines._UPPER_DIGITS
+    assert x_lines(payload, 2, np.zeros(12, np.uint8), digits) == 12  # "X 6162\nX 63\n"
+    with pytest.raises(ValueError, match="too small"):
+        x_lines(payload, 2, np.zeros(11, np.uint8), digits)
+    with pytest.raises(ValueError, match="at least 1"):
+        x_lines(payload, 0, np.zeros(99, np.uint8), digits)
+    with pytest.raises(ValueError, match="16 digits"):
+        x_lines(payload, 2, np.zeros(12, np.uint8), digits[:15])
+    bits = np.zeros(2, np.uint64)
+    put_high_bytes(bits, np.zeros(16, np.uint8), 8, 0, 8, True)
+    for flat, row_length, at, width in ((15, 8, 0, 8), (16, 8, 1, 8), (16, 8, -1, 1), (99, 8, 0, 9), (99, 8, 0, 0),
+                                        (99, (1 << 62) + 1, 0, 8)):
+        with pytest.raises(ValueError, match="do not fit"):
+            put_high_bytes(bits, np.zeros(flat, np.uint8), row_length, at, width, True)
+    with pytest.raises(TypeError, match="bits"):
+        put_high_bytes(bits.view(np.float64), np.zeros(16, np.uint8), 8, 0, 8, True)
+    data, offsets = np.frombuffer(b"abcdef", np.uint8), np.array([0, 2, 6], np.int64)
+    put_padded(data, offsets, 32, np.zeros(8, np.uint8), 4, 0, 4)
+    for call, match in (((data, offsets, 32, np.zeros(8, np.uint8), 4, 0, 3), "no longer than the width"),
+                        ((data, np.array([0, 4, 2], np.int64), 32, np.zeros(8, np.uint8), 4, 0, 4), "rise"),
+                        ((data, np.array([0, 2, 7], np.int64), 32, np.zeros(8, np.uint8), 4, 0, 4), "inside data"),
+                        ((data, offsets, 32, np.zeros(7, np.uint8), 4, 0, 4), "do not hold"),
+                        ((data, offsets, 32, np.zeros(8, np.uint8), 4, 1, 4), "do not hold"),
+                        ((data, offsets, 256, np.zeros(8, np.uint8), 4, 0, 4), "not a byte")):
+        with pytest.raises(ValueError, match=match):
+            put_padded(*call)
+    rows = np.zeros(64, np.uint8)  # the rows written over the values they are made of: refused
+    with pytest.raises(ValueError, match="overlaps"):
+        put_padded(rows[:6], offsets, 32, rows, 8, 0, 8)
 
 
 # ---- hex of dumps ------------------------------------------------------------------------------------

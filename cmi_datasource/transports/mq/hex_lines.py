@@ -194,7 +194,7 @@ def text_line(data: bytes, pos: int, size: int):
 _UPPER_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 
 
-@kernel
+@kernel(native="x_lines")
 def _x_lines(payload, width, out, digits):
     """``X `` + upper-case hex of each ``width`` bytes of payload + a line end, into ``out``.
     Bounds: the caller sizes out for 3 bytes a line and 2 a payload byte."""
