@@ -1133,6 +1133,10 @@ x_lines_of(const uint8_t *restrict payload, Py_ssize_t n, Py_ssize_t width, uint
     for (Py_ssize_t first = 0; first < n; first += per_block) {
         Py_ssize_t in_block = n - first < per_block ? n - first : per_block;
         hex_digits(payload + first, in_block, block, digits);
+        /* What a last short line's block copy takes past the digits: defined bytes (the lines
+           after it overwrite them in out), so no copy ever reads uninitialised memory. */
+        Py_ssize_t tail = 2 * HEX_BLOCK - 2 * in_block < LINE_COPY ? 2 * HEX_BLOCK - 2 * in_block : LINE_COPY;
+        memset(block + 2 * in_block, 0, (size_t)tail);
         for (Py_ssize_t start = 0; start < in_block; start += width) {
             Py_ssize_t size = in_block - start < width ? in_block - start : width;
             w[0] = 'X';
