@@ -246,7 +246,8 @@ def _put_padded(data, offsets, space, flat, row_length, at, width):
 def encode_strings(values: pa.Array, codepage: CodePage) -> Tuple[np.ndarray, np.ndarray]:
     """(encoded bytes concatenated, int64 offsets) with nulls as empty values."""
     values = values.cast(pa.string()) if values.type != pa.string() else values
-    values = values.fill_null("")
+    if values.null_count:  # Arrow's compute call costs about 70 µs even when there is nothing to fill
+        values = values.fill_null("")
     offsets = np.frombuffer(values.buffers()[1], dtype=np.int32,
                             count=len(values) + 1, offset=values.offset * 4).astype(np.int64)
     data_buffer = values.buffers()[2]
