@@ -94,6 +94,42 @@ def test_an_error_in_the_work_is_raised_for_its_item_and_later_work_dropped(monk
     assert max(done) < 5 + threads.WORK_THREADS + 2
 
 
+class _Sink:
+    """A file that records which thread wrote each piece, and fails at the piece ``fail_at``."""
+
+    def __init__(self, fail_at: int = -1):
+        self.pieces, self.threads, self.fail_at = [], set(), fail_at
+
+    def write(self, piece: bytes) -> int:
+        if len(self.pieces) == self.fail_at:
+            raise OSError(28, "No space left on device")
+        self.threads.add(threading.current_thread().name)
+        self.pieces.append(piece)
+        return len(piece)
+
+
+def test_pieces_written_behind_land_in_order_on_the_write_thread_a_few_ahead():
+    sink, drawn = _Sink(), []
+
+    def pieces():
+        for i in range(200):
+            # Drawn only while at most `ahead` pieces wait: memory stays bounded.
+            assert i - len(sink.pieces) <= 2 + 1
+            drawn.append(i)
+            yield b"%d," % i
+
+    threads.written_behind(sink, pieces(), ahead=2)
+    assert b"".join(sink.pieces) == b"".join(b"%d," % i for i in range(200))
+    assert sink.threads == {n for n in sink.threads if n.startswith("cmi-write")} and sink.threads
+
+
+def test_a_failed_write_behind_is_raised_and_nothing_is_written_after_it():
+    sink = _Sink(fail_at=7)
+    with pytest.raises(OSError, match="No space left"):
+        threads.written_behind(sink, (b"%d," % i for i in range(1000)), ahead=2)
+    assert sink.pieces == [b"%d," % i for i in range(7)]
+
+
 def test_a_string_too_long_for_its_declared_width_names_its_row_in_the_dataset(small_pieces):
     import pyarrow as pa
 

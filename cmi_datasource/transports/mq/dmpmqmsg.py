@@ -516,8 +516,9 @@ def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[MQMD], bytes]], 
                data_width: int = DEFAULT_DATA_WIDTH, with_index: bool = True,
                comments: Sequence[str] = ()) -> int:
     """Write a complete dump; returns the number of messages written. The messages are drawn here,
-    in order, and formatted in groups on the work threads (``threads.ordered_map``)."""
-    from ...threads import ordered_map  # here: the reading side above does not use it
+    in order, formatted in groups on the work threads (``threads.ordered_map``) and written to
+    ``out`` on a thread of its own (``threads.written_behind``)."""
+    from ...threads import ordered_map, written_behind  # here: the reading side above does not use them
     out.write(dump_header(queue_manager, queue, created, comments))
 
     def text(group: List[Tuple[int, Optional[MQMD], bytes]]) -> Tuple[bytes, int]:
@@ -538,7 +539,12 @@ def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[MQMD], bytes]], 
             yield group
 
     count = 0
-    for formatted, last in ordered_map(text, groups()):
-        out.write(formatted)
-        count = last
+
+    def texts() -> Iterator[bytes]:
+        nonlocal count
+        for formatted, last in ordered_map(text, groups()):
+            yield formatted
+            count = last
+
+    written_behind(out, texts())
     return count
