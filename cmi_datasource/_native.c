@@ -86,6 +86,29 @@ release(Py_buffer *views, int n)
         PyBuffer_Release(&views[i]);
 }
 
+/* One array argument of a kernel: what take() checks it for. */
+typedef struct {
+    const char *name;
+    char kind;
+    Py_ssize_t itemsize;
+    int ndim;
+    int writable;
+} ArraySpec;
+
+/* take() of each of the n objects by its spec, in order; on a failure those taken are released. */
+static int
+take_all(PyObject *const *objs, Py_buffer *views, const ArraySpec *specs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (take(objs[i], &views[i], specs[i].name, specs[i].kind, specs[i].itemsize, specs[i].ndim,
+                 specs[i].writable) < 0) {
+            release(views, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---- hex lines (transports/mq/hex_lines.py) ---------------------------------------------- */
 
 /* The hex loops are compiled twice, for AVX2 and for any x86-64, and the machine's is chosen when
@@ -236,17 +259,14 @@ x_run_pass(const uint8_t *text, Py_ssize_t pos, Py_ssize_t size, Out out, uint8_
 static PyObject *
 x_run(PyObject *self, PyObject *args)
 {
-    PyObject *text_obj, *out_obj;
+    PyObject *objs[2];
     Py_ssize_t pos, size;
-    if (!PyArg_ParseTuple(args, "OnnO:x_run", &text_obj, &pos, &size, &out_obj))
+    if (!PyArg_ParseTuple(args, "OnnO:x_run", &objs[0], &pos, &size, &objs[1]))
         return NULL;
+    static const ArraySpec specs[2] = {{"text", ANY_UINT, 1, 0, 0}, {"out", ANY_UINT, 1, 0, 1}};
     Py_buffer v[2];
-    if (take(text_obj, &v[0], "text", ANY_UINT, 1, 0, 0) < 0)
+    if (take_all(objs, v, specs, 2) < 0)
         return NULL;
-    if (take(out_obj, &v[1], "out", ANY_UINT, 1, 0, 1) < 0) {
-        release(v, 1);
-        return NULL;
-    }
     if (pos < 0 || size < pos || size > v[0].len) {
         release(v, 2);
         return PyErr_Format(PyExc_ValueError, "x_run: text[%zd:%zd] is outside a text of %zd bytes", pos, size,
@@ -342,17 +362,14 @@ decode_spans(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOnOnOnO:decode_spans", &objs[0], &objs[1], &objs[2], &objs[3], &first,
                           &objs[4], &w, &objs[5], &hw, &objs[6]))
         return NULL;
-    static const char *names[7] = {"text", "starts", "ends", "heads", "out", "head_out", "lengths"};
-    static const char kinds[7] = {ANY_UINT, ANY_INT, ANY_INT, ANY_INT, ANY_UINT, ANY_UINT, ANY_INT};
-    static const Py_ssize_t sizes[7] = {1, 8, 8, 8, 1, 1, 8};
-    static const int writable[7] = {0, 0, 0, 0, 1, 1, 1};
+    static const ArraySpec specs[7] = {
+        {"text", ANY_UINT, 1, 0, 0}, {"starts", ANY_INT, 8, 0, 0}, {"ends", ANY_INT, 8, 0, 0},
+        {"heads", ANY_INT, 8, 0, 0}, {"out", ANY_UINT, 1, 0, 1}, {"head_out", ANY_UINT, 1, 0, 1},
+        {"lengths", ANY_INT, 8, 0, 1},
+    };
     Py_buffer v[7];
-    for (int i = 0; i < 7; i++) {
-        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], 0, writable[i]) < 0) {
-            release(v, i);
-            return NULL;
-        }
-    }
+    if (take_all(objs, v, specs, 7) < 0)
+        return NULL;
     const uint8_t *text = v[0].buf;
     const int64_t *starts = v[1].buf, *ends = v[2].buf, *heads = v[3].buf;
     int64_t *lengths = v[6].buf;
@@ -468,19 +485,14 @@ trim_and_gather(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OnnOOnOOOOO:trim_and_gather", &objs[0], &stride, &count, &objs[1], &objs[2],
                           &blank, &objs[3], &objs[4], &objs[5], &objs[6], &objs[7]))
         return NULL;
-    static const char *names[8] = {"flat", "offsets", "widths", "utf8_bytes", "utf8_length", "ends", "out",
-                                   "regions"};
-    static const char kinds[8] = {ANY_UINT, ANY_INT, ANY_INT, ANY_UINT, ANY_INT, ANY_INT, ANY_UINT, ANY_INT};
-    static const Py_ssize_t sizes[8] = {1, 8, 8, 1, 8, 8, 1, 8};
-    static const int dims[8] = {0, 1, 1, 2, 1, 2, 0, 1};
-    static const int writable[8] = {0, 0, 0, 0, 0, 1, 1, 0};
+    static const ArraySpec specs[8] = {
+        {"flat", ANY_UINT, 1, 0, 0}, {"offsets", ANY_INT, 8, 1, 0}, {"widths", ANY_INT, 8, 1, 0},
+        {"utf8_bytes", ANY_UINT, 1, 2, 0}, {"utf8_length", ANY_INT, 8, 1, 0}, {"ends", ANY_INT, 8, 2, 1},
+        {"out", ANY_UINT, 1, 0, 1}, {"regions", ANY_INT, 8, 1, 0},
+    };
     Py_buffer v[8];
-    for (int i = 0; i < 8; i++) {
-        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], dims[i], writable[i]) < 0) {
-            release(v, i);
-            return NULL;
-        }
-    }
+    if (take_all(objs, v, specs, 8) < 0)
+        return NULL;
     const uint8_t *flat = v[0].buf, *utf8_bytes = v[3].buf;
     const int64_t *offsets = v[1].buf, *widths = v[2].buf, *utf8_length = v[4].buf, *regions = v[7].buf;
     int64_t *ends = v[5].buf;
@@ -548,17 +560,12 @@ first_ill_formed(PyObject *self, PyObject *args)
     PyObject *objs[3];
     if (!PyArg_ParseTuple(args, "OOO:first_ill_formed", &objs[0], &objs[1], &objs[2]))
         return NULL;
-    static const char *names[3] = {"data", "ends", "lead_bytes"};
-    static const char kinds[3] = {ANY_UINT, ANY_INT, ANY_UINT};
-    static const Py_ssize_t sizes[3] = {1, 8, 1};
-    static const int dims[3] = {0, 1, 2};
+    static const ArraySpec specs[3] = {
+        {"data", ANY_UINT, 1, 0, 0}, {"ends", ANY_INT, 8, 1, 0}, {"lead_bytes", ANY_UINT, 1, 2, 0},
+    };
     Py_buffer v[3];
-    for (int i = 0; i < 3; i++) {
-        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], dims[i], 0) < 0) {
-            release(v, i);
-            return NULL;
-        }
-    }
+    if (take_all(objs, v, specs, 3) < 0)
+        return NULL;
     const uint8_t *data = v[0].buf, *lead_bytes = v[2].buf;
     const int64_t *ends = v[1].buf;
     Py_ssize_t values = items(&v[1]) - 1;
@@ -634,18 +641,13 @@ gather_fields(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OnnOOpOO:gather_fields", &objs[0], &stride, &count, &objs[1], &objs[2],
                           &little_endian, &objs[3], &objs[4]))
         return NULL;
-    static const char *names[5] = {"flat", "offsets", "widths", "bits", "nan"};
-    static const char kinds[5] = {ANY_UINT, ANY_INT, ANY_INT, ANY_UINT, BOOL};
-    static const Py_ssize_t sizes[5] = {1, 8, 8, 8, 1};
-    static const int dims[5] = {0, 1, 1, 2, 2};
-    static const int writable[5] = {0, 0, 0, 1, 1};
+    static const ArraySpec specs[5] = {
+        {"flat", ANY_UINT, 1, 0, 0}, {"offsets", ANY_INT, 8, 1, 0}, {"widths", ANY_INT, 8, 1, 0},
+        {"bits", ANY_UINT, 8, 2, 1}, {"nan", BOOL, 1, 2, 1},
+    };
     Py_buffer v[5];
-    for (int i = 0; i < 5; i++) {
-        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], dims[i], writable[i]) < 0) {
-            release(v, i);
-            return NULL;
-        }
-    }
+    if (take_all(objs, v, specs, 5) < 0)
+        return NULL;
     const uint8_t *flat = v[0].buf;
     const int64_t *offsets = v[1].buf, *widths = v[2].buf;
     uint64_t *bits = v[3].buf;
@@ -732,17 +734,12 @@ sas_to_arrow_time(PyObject *self, PyObject *args)
                           &max_day, &epoch_shift_days, &epoch_shift_seconds, &seconds_per_day,
                           &max_interval_seconds, &last_nanosecond_of_day))
         return NULL;
-    static const char *names[3] = {"values", "missing", "out"};
-    static const char kinds[3] = {FLOAT, BOOL, ANY_INT};
-    static const Py_ssize_t sizes[3] = {8, 1, 0};
-    static const int writable[3] = {0, 0, 1};
+    static const ArraySpec specs[3] = {
+        {"values", FLOAT, 8, 1, 0}, {"missing", BOOL, 1, 1, 0}, {"out", ANY_INT, 0, 1, 1},
+    };
     Py_buffer v[3];
-    for (int i = 0; i < 3; i++) {
-        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], 1, writable[i]) < 0) {
-            release(v, i);
-            return NULL;
-        }
-    }
+    if (take_all(objs, v, specs, 3) < 0)
+        return NULL;
     const double *values = v[0].buf;
     const uint8_t *missing = v[1].buf;
     void *out = v[2].buf;
@@ -1017,19 +1014,14 @@ ato_rows(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOOOOOnOn:ato_rows", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
                           &objs[6], &objs[7], &obs_length, &objs[8], &blank))
         return NULL;
-    static const char *names[9] = {"buf", "starts", "ends", "counts", "out_starts", "numeric", "lengths", "offsets",
-                                   "out"};
-    static const char kinds[9] = {ANY_UINT, ANY_INT, ANY_INT, ANY_INT, ANY_INT, BOOL, ANY_INT, ANY_INT, ANY_UINT};
-    static const Py_ssize_t sizes[9] = {1, 8, 8, 8, 8, 1, 8, 8, 1};
-    static const int dims[9] = {0, 1, 1, 1, 1, 1, 1, 1, 0};
-    static const int writable[9] = {0, 0, 0, 0, 0, 0, 0, 0, 1};
+    static const ArraySpec specs[9] = {
+        {"buf", ANY_UINT, 1, 0, 0}, {"starts", ANY_INT, 8, 1, 0}, {"ends", ANY_INT, 8, 1, 0},
+        {"counts", ANY_INT, 8, 1, 0}, {"out_starts", ANY_INT, 8, 1, 0}, {"numeric", BOOL, 1, 1, 0},
+        {"lengths", ANY_INT, 8, 1, 0}, {"offsets", ANY_INT, 8, 1, 0}, {"out", ANY_UINT, 1, 0, 1},
+    };
     Py_buffer v[9];
-    for (int i = 0; i < 9; i++) {
-        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], dims[i], writable[i]) < 0) {
-            release(v, i);
-            return NULL;
-        }
-    }
+    if (take_all(objs, v, specs, 9) < 0)
+        return NULL;
     const int64_t *starts = v[1].buf, *ends = v[2].buf, *counts = v[3].buf, *out_starts = v[4].buf;
     Py_ssize_t messages = items(&v[1]);
     RvLayout layout = {v[7].buf, v[6].buf, v[5].buf, items(&v[6]), obs_length, (uint8_t)blank};
@@ -1160,15 +1152,12 @@ x_lines(PyObject *self, PyObject *args)
     Py_ssize_t width;
     if (!PyArg_ParseTuple(args, "OnOO:x_lines", &objs[0], &width, &objs[1], &objs[2]))
         return NULL;
-    static const char *names[3] = {"payload", "out", "digits"};
-    static const int writable[3] = {0, 1, 0};
+    static const ArraySpec specs[3] = {
+        {"payload", ANY_UINT, 1, 0, 0}, {"out", ANY_UINT, 1, 0, 1}, {"digits", ANY_UINT, 1, 0, 0},
+    };
     Py_buffer v[3];
-    for (int i = 0; i < 3; i++) {
-        if (take(objs[i], &v[i], names[i], ANY_UINT, 1, 0, writable[i]) < 0) {
-            release(v, i);
-            return NULL;
-        }
-    }
+    if (take_all(objs, v, specs, 3) < 0)
+        return NULL;
     Py_ssize_t n = v[0].len, room = v[1].len;
     /* 3 bytes a line and 2 a payload byte, checked without overflow: lines <= n, so 3 * lines + 2 * n
        needs only n <= room / 5 to be computed. */
@@ -1244,13 +1233,10 @@ put_high_bytes(PyObject *self, PyObject *args)
     int big_endian;
     if (!PyArg_ParseTuple(args, "OOnnnp:put_high_bytes", &objs[0], &objs[1], &row_length, &at, &width, &big_endian))
         return NULL;
+    static const ArraySpec specs[2] = {{"bits", ANY_UINT, 8, 1, 0}, {"flat", ANY_UINT, 1, 0, 1}};
     Py_buffer v[2];
-    if (take(objs[0], &v[0], "bits", ANY_UINT, 8, 1, 0) < 0)
+    if (take_all(objs, v, specs, 2) < 0)
         return NULL;
-    if (take(objs[1], &v[1], "flat", ANY_UINT, 1, 0, 1) < 0) {
-        release(v, 1);
-        return NULL;
-    }
     Py_ssize_t n = items(&v[0]);
     if (width < 1 || width > 8 || !columns_fit(n, v[1].len, row_length, at, width)) {
         release(v, 2);
@@ -1286,18 +1272,12 @@ put_padded(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOnOnnn:put_padded", &objs[0], &objs[1], &blank, &objs[2], &row_length, &at,
                           &width))
         return NULL;
-    static const char *names[3] = {"data", "offsets", "flat"};
-    static const char kinds[3] = {ANY_UINT, ANY_INT, ANY_UINT};
-    static const Py_ssize_t sizes[3] = {1, 8, 1};
-    static const int dims[3] = {0, 1, 0};
-    static const int writable[3] = {0, 0, 1};
+    static const ArraySpec specs[3] = {
+        {"data", ANY_UINT, 1, 0, 0}, {"offsets", ANY_INT, 8, 1, 0}, {"flat", ANY_UINT, 1, 0, 1},
+    };
     Py_buffer v[3];
-    for (int i = 0; i < 3; i++) {
-        if (take(objs[i], &v[i], names[i], kinds[i], sizes[i], dims[i], writable[i]) < 0) {
-            release(v, i);
-            return NULL;
-        }
-    }
+    if (take_all(objs, v, specs, 3) < 0)
+        return NULL;
     const uint8_t *data = v[0].buf;
     const int64_t *offsets = v[1].buf;
     uint8_t *flat = v[2].buf;

@@ -126,3 +126,12 @@ def kernel(function=None, *, native: Optional[str] = None, native_args: Tuple = 
     if function is None:
         return lambda defined: Kernel(defined, native, native_args)
     return Kernel(function, native, native_args)
+
+
+def check_rows_hold(rows: Any, count: int, at: int, width: int) -> None:
+    """What a kernel writing ``count`` values of ``width`` bytes into bytes at..at + width - 1 of each
+    row of ``rows`` (a C-ordered (rows, row length) uint8 matrix) relies on, since numba's kernels
+    check no bounds (the C twins check again): a ValueError otherwise."""
+    if not 0 <= at <= rows.shape[1] - width or count != rows.shape[0] or rows.dtype != "uint8" \
+            or not rows.flags.c_contiguous:
+        raise ValueError(f"{count} values of {width} bytes do not fit at {at} of a {rows.shape} {rows.dtype} matrix")

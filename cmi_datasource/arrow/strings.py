@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..charsets import CodePage
-from ..compiled import kernel
+from ..compiled import check_rows_hold, kernel
 
 
 class FieldUnicodeDecodeError(UnicodeDecodeError):
@@ -213,10 +213,7 @@ def place_strings(values: pa.Array, codepage: CodePage, rows: np.ndarray, at: in
     """The values, encoded and blank-padded to ``width`` bytes, into ``rows[:, at:at + width]`` of a
     (rows, row length) uint8 matrix, in place: what ``fixed_width_from_strings`` returns (and
     raises), written where the observations are assembled without a matrix of its own."""
-    if not 0 <= at <= rows.shape[1] - width or len(values) != rows.shape[0] or rows.dtype != np.uint8 \
-            or not rows.flags.c_contiguous:
-        raise ValueError(f"{len(values)} values of {width} bytes do not fit at {at} of a {rows.shape} {rows.dtype} "
-                         f"matrix")
+    check_rows_hold(rows, len(values), at, width)
     data, offsets = encode_strings(values, codepage)
     lengths = np.diff(offsets)
     if len(values) and lengths.max(initial=0) > width:

@@ -10,7 +10,7 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
-from ..compiled import kernel
+from ..compiled import check_rows_hold, kernel
 from ..encoding import FloatFormat
 
 # SAS missing "." in IEEE: sign and exponent all ones, tag byte 0xFE (ReadStat's rule).
@@ -104,10 +104,9 @@ def place_numbers(values: np.ndarray, missing: np.ndarray, fmt: FloatFormat, row
     observations are assembled without a matrix of its own (a write encodes millions of rows)."""
     values = np.asarray(values, dtype=np.float64)
     missing = np.asarray(missing, dtype=bool) | np.isnan(values)
-    if not 1 <= width <= 8 or not 0 <= at <= rows.shape[1] - width or len(values) != rows.shape[0] \
-            or len(missing) != len(values) or rows.dtype != np.uint8 or not rows.flags.c_contiguous:
-        raise ValueError(f"{len(values)} numbers of {width} bytes do not fit at {at} of a {rows.shape} {rows.dtype} "
-                         f"matrix")
+    if not 1 <= width <= 8 or len(missing) != len(values):
+        raise ValueError(f"{len(values)} numbers of {width} bytes (1 to 8) with {len(missing)} missing flags")
+    check_rows_hold(rows, len(values), at, width)
     if fmt is FloatFormat.S390:
         bits = np.where(missing, S390_MISSING_DOT, _encode_s390(np.where(missing, 0.0, values)))
     else:

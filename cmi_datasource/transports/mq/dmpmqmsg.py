@@ -19,7 +19,7 @@ import functools
 import operator
 import re
 import time
-from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -455,34 +455,38 @@ def read_dump(path: str, chunk_bytes: int = READ_CHUNK_BYTES, keep: Optional[Kee
 # Writing
 
 
-_AttributeFormat = Tuple[bytes, Callable[[MQMD], Tuple[Any, ...]], Tuple[int, ...], Tuple[int, ...]]
+class _AttributeFormat(NamedTuple):
+    """How the ``A`` lines of a descriptor of one MQMD version are written."""
+    template: bytes  # every line, numbers as %d, hex and text as %s
+    values: Callable[[MQMD], Tuple[Any, ...]]  # the fields' values, in the template's order
+    hexes: Tuple[int, ...]  # where the values written in hex are
+    texts: Tuple[int, ...]  # where the text values are
 
 
 @functools.lru_cache(maxsize=2)
 def _attribute_format(version_2: bool) -> _AttributeFormat:
-    """How a descriptor's ``A`` lines are written, for descriptors of version 2 or not: one
-    ``%`` template of every line (numbers as ``%d``), the getter of the fields' values in its
-    order, and where its hex and text values are. Made once: a commit writes tens of thousands
-    of descriptors, and looking up each field's kind for each one cost about 30 µs a message."""
+    """The ``A`` lines' format for descriptors of version 2 or not. Made once: a commit writes
+    tens of thousands of descriptors, and looking up each field's kind for each one cost about
+    30 µs a message."""
     fields = [f for f in MQMD_FIELDS if f.dump_code is not None and (version_2 or f.version == 1)
               # dmpmqmsg writes VER only for version-2 descriptors
               and (version_2 or f.dump_code != "VER")]
     template = b"\n".join(b"A %s %%%s" % (f.dump_code.encode("ascii"), b"d" if f.kind == "int" else b"s")
                           for f in fields)
-    getter = operator.attrgetter(*(f.name for f in fields))
-    return (template, getter, tuple(i for i, f in enumerate(fields) if f.kind == "hex"),
-            tuple(i for i, f in enumerate(fields) if f.kind == "text"))
+    return _AttributeFormat(template, operator.attrgetter(*(f.name for f in fields)),
+                            tuple(i for i, f in enumerate(fields) if f.kind == "hex"),
+                            tuple(i for i, f in enumerate(fields) if f.kind == "text"))
 
 
 def _attribute_lines(descriptor: MQMD) -> bytes:
     """The descriptor's ``A`` lines, without the last newline."""
-    template, getter, hexes, texts = _attribute_format(descriptor.version >= 2)
-    values = list(getter(descriptor))
-    for i in hexes:
+    form = _attribute_format(descriptor.version >= 2)
+    values = list(form.values(descriptor))
+    for i in form.hexes:
         values[i] = bytes(values[i]).hex().upper().encode("ascii")
-    for i in texts:
+    for i in form.texts:
         values[i] = values[i].encode("latin-1").split(b"\0", 1)[0]
-    return template % tuple(values)
+    return form.template % tuple(values)
 
 
 def dump_header(queue_manager: str = "", queue: str = "", created: Optional[str] = None,
