@@ -7,7 +7,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
@@ -25,6 +25,22 @@ def best_of(fn, repeat: int, setup=None, warmup: bool = True) -> float:
     if warmup:
         run()
     return min(run() for _ in range(repeat))
+
+
+def best_of_each(fns: Dict[str, Callable[[], object]], repeat: int) -> Dict[str, float]:
+    """``best_of`` for several things measured against each other: a warm-up of each, then
+    ``repeat`` rounds that run each once, in turn. Each one's best then comes from the same stretch
+    of time as the others': measured one after the other, a drift of the machine between them
+    (Spark's JVM, the page cache, other work) would move their ratio."""
+    for fn in fns.values():
+        fn()
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
 
 
 def _processes() -> Dict[int, Tuple[int, int]]:
