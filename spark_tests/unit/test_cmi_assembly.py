@@ -547,3 +547,20 @@ def test_ccsid_zero_falls_back_to_the_default_ccsid():
     utf8 = CharsetPolicy(default_ccsid=1208)
     with pytest.raises(ValueConversionError):
         read(Capture(["memory.dmp"], msgs, assemble(msgs, utf8), utf8, formats={"memory.dmp": "dmpmqmsg"}))
+
+
+def test_random_ids_are_drawn_in_blocks_and_never_repeat_a_byte_of_one():
+    """IdSource hands out the system's random bytes a slice at a time: each slice is new bytes
+    (none taken twice, across the refill of its block) and as long as asked."""
+    import hashlib
+
+    from cmi_datasource.cmi import emit
+
+    ids = emit.IdSource()
+    taken = [ids.take(24) for _ in range(2 * emit.RANDOM_BLOCK_BYTES // 24 + 3)] + [ids.take(16)]
+    assert [len(t) for t in taken[-2:]] == [24, 16]
+    assert len(set(taken)) == len(taken)
+    big = ids.take(3 * emit.RANDOM_BLOCK_BYTES)  # more than a block: a draw of its own
+    assert len(big) == 3 * emit.RANDOM_BLOCK_BYTES and big not in b"".join(taken)
+    seeded = emit.IdSource("s")
+    assert seeded.take(24) == hashlib.sha256(b"s/1").digest()[:24]
