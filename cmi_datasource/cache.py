@@ -70,12 +70,18 @@ CACHE_BYTES_KEPT = 2 << 30
 # Pruning lists and stats the whole cache: done once per this many stores, it costs a few stats
 # a store instead of thousands (once per 512 stores, a full cache cost 10,000 new indexes 2.9 s).
 STORES_PER_PRUNE = 4096
+# A process's first store prunes only when no process has within this time (the mtime of
+# PRUNED_MARKER): a prune of a full cache (20,000 entries) takes 0.19 s, which the first planning
+# of every new Spark Python worker paid on top of building its index.
+PRUNE_INTERVAL_SECONDS = 600
+PRUNED_MARKER = "pruned"
 # A temporary file this old is a dead writer's, not one being written.
 STALE_TEMP_SECONDS = 3600
 
 _log = logging.getLogger(__name__)
 _WARNED: set = set()
-_stores_since_prune = STORES_PER_PRUNE - 1  # a process prunes at its first store
+_stores_since_prune = 0
+_stored_before = False  # whether this process has stored an entry
 # POSIX: operations relative to an opened directory, owners and modes. Elsewhere (Windows) the
 # per-user directories are protected by their ACLs: paths are used, owners and modes not checked.
 _AT = hasattr(os, "O_DIRECTORY") and hasattr(os, "getuid") and os.open in os.supports_dir_fd \
@@ -206,6 +212,22 @@ class _Directory:
             os.link(os.path.join(self.path, source), os.path.join(self.path, target))
         else:
             os.link(source, target, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+
+    def modified(self, name: str) -> Optional[float]:
+        """The mtime of the entry (not following a link); None when there is none."""
+        where, at = self._at(name)
+        try:
+            return os.stat(where, follow_symlinks=False, **at).st_mtime
+        except OSError:
+            return None
+
+    def touch(self, name: str) -> None:
+        """Create the file or set its mtime to now."""
+        fd = self.open(name, os.O_WRONLY | os.O_CREAT)
+        try:
+            os.utime(fd)
+        finally:
+            os.close(fd)
 
     def unlink(self, name: str) -> None:
         where, at = self._at(name)
@@ -504,9 +526,10 @@ def store(key: tuple, value: Any) -> None:
                     directory.unlink(temp)
                 raise
             _stores_since_prune += 1
-            if _stores_since_prune >= STORES_PER_PRUNE:
+            if _prune_due(directory):
                 _stores_since_prune = 0
                 _prune(directory)
+                directory.touch(PRUNED_MARKER)
         except NotPrivate as e:
             _warn_once(f"{e}; the cache is not used")
         except OSError:
@@ -520,6 +543,19 @@ def _write_entry(f: Any, mac: "hmac.HMAC", value: Any) -> None:
     pickle.dump(value, _Tagging(f, mac), protocol=pickle.HIGHEST_PROTOCOL)
     f.seek(len(MAGIC))
     f.write(mac.digest())
+
+
+def _prune_due(directory: _Directory) -> bool:
+    """Whether this store prunes: every STORES_PER_PRUNE stores of the process, and at its first
+    unless the cache was pruned less than PRUNE_INTERVAL_SECONDS ago."""
+    global _stored_before
+    first, _stored_before = not _stored_before, True
+    if _stores_since_prune >= STORES_PER_PRUNE:
+        return True
+    if not first:
+        return False
+    pruned = directory.modified(PRUNED_MARKER)
+    return pruned is None or not 0 <= time.time() - pruned < PRUNE_INTERVAL_SECONDS
 
 
 def _prune(directory: _Directory) -> None:
@@ -547,6 +583,7 @@ def prune() -> None:
     if directory is not None:
         with directory:
             _prune(directory)
+            directory.touch(PRUNED_MARKER)
 
 
 # -- looking and clearing (cmi cache info / clear) ---------------------------------------------

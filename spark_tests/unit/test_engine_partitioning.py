@@ -145,6 +145,7 @@ def pruned_every_store(tmp_path, monkeypatch):
     monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(tmp_path / "cache"))
     monkeypatch.setattr(cache, "STORES_PER_PRUNE", 1)
     monkeypatch.setattr(cache, "_stores_since_prune", 0)
+    monkeypatch.setattr(cache, "_stored_before", True)
     monkeypatch.setattr(index, "DISK_CACHED_FILE_BYTES", 0)
     index._MEMORY.clear()
     yield
@@ -175,6 +176,30 @@ def test_index_cache_prunes_once_per_many_stores(tmp_path, monkeypatch, pruned_e
     monkeypatch.setattr(cache, "_prune", lambda directory: pruned.append(1) or real_prune(directory))
     _index_three_dumps(tmp_path)
     assert len(pruned) == 1
+    assert len(entries(tmp_path / "cache")) == 1
+
+
+def test_a_process_first_store_prunes_unless_the_cache_was_pruned_lately(tmp_path, monkeypatch,
+                                                                          pruned_every_store):
+    # Each new Spark worker's first index stored used to list and stat the whole cache (0.19 s
+    # for 20,000 entries); the marker's mtime says when some process last did.
+    monkeypatch.setattr(cache, "STORES_PER_PRUNE", 1000)
+    monkeypatch.setattr(cache, "CACHE_FILES_KEPT", 1)
+    pruned = []
+    real_prune = cache._prune
+    monkeypatch.setattr(cache, "_prune", lambda directory: pruned.append(1) or real_prune(directory))
+    monkeypatch.setattr(cache, "_stored_before", False)  # a new process: no marker yet, so it prunes
+    _index_three_dumps(tmp_path)
+    marker = tmp_path / "cache" / cache.PRUNED_MARKER
+    assert len(pruned) == 1 and marker.is_file()
+    monkeypatch.setattr(cache, "_stored_before", False)  # another new process, just after: no prune
+    cache.store(("k", 1), [1])
+    assert len(pruned) == 1
+    old = marker.stat().st_mtime - cache.PRUNE_INTERVAL_SECONDS - 1
+    os.utime(marker, (old, old))
+    monkeypatch.setattr(cache, "_stored_before", False)  # and one after the interval: it prunes
+    cache.store(("k", 2), [2])
+    assert len(pruned) == 2 and marker.stat().st_mtime > old
     assert len(entries(tmp_path / "cache")) == 1
 
 
