@@ -23,7 +23,7 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 
-from bench.common import PeakRss, best_of  # noqa: E402
+from bench.common import PeakRss, best_of_each  # noqa: E402
 
 
 @dataclass
@@ -37,9 +37,9 @@ class WriteTimes:
 
 
 def write_times(df, directory: str, repeat: int) -> WriteTimes:
-    """Best of ``repeat`` writes of ``df`` as Parquet and as a cmi dump (into ``directory``, each run
-    into an empty folder, the previous run's output removed untimed), then the peak memory of a
-    further cmi write."""
+    """Best of ``repeat`` writes of ``df`` as Parquet, as a cmi dump and through the trivial sink,
+    taken in turn run after run (into ``directory``, each run into an empty folder, the previous
+    run's output removed untimed), then the peak memory of a further cmi write."""
     runs = itertools.count()
 
     def fresh_output() -> str:
@@ -50,10 +50,10 @@ def write_times(df, directory: str, repeat: int) -> WriteTimes:
         df.write.format("cmi").mode("overwrite").option("dataset", "BENCH.ROWS").save(path)
 
     try:
-        parquet_s = best_of(lambda path: df.write.mode("overwrite").parquet(path), repeat, setup=fresh_output)
-        cmi_s = best_of(write_cmi, repeat, setup=fresh_output)
-        floor_s = best_of(lambda path: df.write.format("bench_arrow_floor").mode("append").save(path), repeat,
-                          setup=fresh_output)
+        times = best_of_each({"parquet": lambda path: df.write.mode("overwrite").parquet(path), "cmi": write_cmi,
+                              "floor": lambda path: df.write.format("bench_arrow_floor").mode("append").save(path)},
+                             repeat, setup=fresh_output)
+        parquet_s, cmi_s, floor_s = times["parquet"], times["cmi"], times["floor"]
         output = fresh_output()
         with PeakRss() as rss:  # a run of its own: the sampler takes some CPU
             write_cmi(output)

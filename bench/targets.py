@@ -80,9 +80,12 @@ class Run:
         noop(self.spark.read.format(fmt).load(path))
 
     def read_s(self, fmt: str, n: int) -> float:
-        """Best time of the warm read of ``n`` rows: the dump (``cmi``) or the Parquet files."""
-        path = self.files(n).dump if fmt == "cmi" else self.files(n).parquet
-        return self._once(("read", fmt, n), lambda: best_of(lambda: self.read(fmt, path), self.settings.repeat))
+        """Best time of the warm read of ``n`` rows: the dump (``cmi``) or the Parquet files, the
+        two measured together, in turn."""
+        files = self.files(n)
+        return self._once(("read", n), lambda: best_of_each(
+            {"cmi": partial(self.read, "cmi", files.dump), "parquet": partial(self.read, "parquet", files.parquet)},
+            self.settings.repeat))[fmt]
 
     def sampled_read(self, path: str) -> PeakRss:
         """Peak memory during a read of the dump at ``path`` (a run of its own, untimed: the
@@ -239,7 +242,8 @@ def warm_read(run: Run) -> Outcome:
         (n1, t1), (n2, t2) = min(times.items()), max(times.items())
         details += ["", f"Growth: {n2:,} rows / {n1:,} rows took {t2 / t1:.2f}x the time "
                         f"for {n2 / n1:.1f}x the rows."]
-    details += ["", "Ratios: 1/2 cmi vs Parquet, 1/3 cmi vs the Python-source floor (one partition per core; lower "
+    details += ["", "cmi and Parquet read in turn, run after run (the best of each). Ratios: 1/2 cmi vs Parquet, "
+                    "1/3 cmi vs the Python-source floor (one partition per core; lower "
                     "is better); 1/3b cmi vs the same floor cut into as many partitions as cmi's (Spark's cost per "
                     "Python task apart); "
                     "4/1 how many times the pandas route is slower than cmi; warm/fromhex the decode core's "
@@ -256,16 +260,18 @@ def mqget(run: Run) -> Outcome:
         with run.scratch("mqget") as tmp:
             capture = write_capture(os.path.join(tmp, "bench.mqget"), n, "mqget")
             os.sync()
-            mqget_s = best_of(partial(run.read, "cmi", capture), run.settings.repeat)
+            times = best_of_each({"mqget": partial(run.read, "cmi", capture),
+                                  "parquet": partial(run.read, "parquet", run.files(n).parquet)}, run.settings.repeat)
+            mqget_s, parquet_s = times["mqget"], times["parquet"]
             size_mb = os.path.getsize(capture) / 1e6
-        parquet_s = run.read_s("parquet", n)
         targets.append(Target(f"4. warm read, binary MQGET capture, {n:,} rows", 1.15, "cmi / Parquet",
                               f"cmi {mqget_s:.2f} s, Parquet {parquet_s:.2f} s", mqget_s / parquet_s))
         rows.append([f"{n:,}", f"{size_mb:.0f}", f"{mqget_s:.2f}", f"{parquet_s:.2f}", f"{mqget_s / parquet_s:.2f}"])
     return Outcome(targets, table(
         "4. Binary MQGET capture", ["rows", "capture MB", "cmi s", "Parquet s", "cmi / Parquet"], rows,
         "The same rows written as a binary MQGET capture by the project's writer, read by `load(path)` (format "
-        "recognised from its bytes) -> noop, warm (index cached, workers started); best of the runs."))
+        "recognised from its bytes) -> noop, warm (index cached, workers started), and the Parquet files read in "
+        "turn with it, run after run; best of the runs of each."))
 
 
 def write(run: Run) -> Outcome:
@@ -292,8 +298,8 @@ def write(run: Run) -> Outcome:
         rows,
         "The DataFrame is `spark.read.parquet` of the benchmark's Parquet files (12 mixed columns). Best of the "
         "runs of `df.write.parquet`, `df.write.format(\"cmi\")` and the trivial Python sink (each task writes the "
-        "Arrow batches Spark hands it to a file, the commit does nothing: Spark's cost of any Python write), each "
-        "into an empty folder. RSS: peaks of the "
+        "Arrow batches Spark hands it to a file, the commit does nothing: Spark's cost of any Python write), the "
+        "three taken in turn run after run, each into an empty folder. RSS: peaks of the "
         "largest Python worker and of the driver (Python and JVM; the cmi commit streams the dump from the "
         f"driver) during an extra cmi write. Flat: the peak within {FLAT}x of the smaller run's."))
 
