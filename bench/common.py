@@ -16,32 +16,24 @@ def best_of(fn, repeat: int, setup=None, warmup: bool = True) -> float:
     """Fastest of ``repeat`` runs of ``fn``, after one warm-up run unless ``warmup`` is false, in
     seconds. With ``setup``, each run is ``fn(setup())`` and ``setup`` is not timed (a fresh copy
     of a file, an output directory of its own)."""
-    def run() -> float:
-        args = () if setup is None else (setup(),)
-        t0 = time.perf_counter()
-        fn(*args)
-        return time.perf_counter() - t0
-
-    if warmup:
-        run()
-    return min(run() for _ in range(repeat))
+    return best_of_each({"": fn}, repeat, setup, warmup)[""]
 
 
 def best_of_each(fns: Dict[str, Callable[..., object]], repeat: int,
-                 setup: Optional[Callable[[], object]] = None) -> Dict[str, float]:
+                 setup: Optional[Callable[[], object]] = None, warmup: bool = True) -> Dict[str, float]:
     """``best_of`` for several things measured against each other: a warm-up of each, then
-    ``repeat`` rounds that run each once, in turn (``setup`` as in ``best_of``). Each one's best
-    then comes from the same stretch of time as the others': measured one after the other, a
-    drift of the machine between them (Spark's JVM, the page cache, other work) would move their
-    ratio."""
+    ``repeat`` rounds that run each once, in turn. Each one's best then comes from the same
+    stretch of time as the others': measured one after the other, a drift of the machine between
+    them (Spark's JVM, the page cache, other work) would move their ratio."""
     def run(fn: Callable[..., object]) -> float:
         args = () if setup is None else (setup(),)
         t0 = time.perf_counter()
         fn(*args)
         return time.perf_counter() - t0
 
-    for fn in fns.values():
-        run(fn)
+    if warmup:
+        for fn in fns.values():
+            run(fn)
     best = {name: float("inf") for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
