@@ -17,7 +17,7 @@ from ..payload.sas_dataset import (DEFAULT_BATCH_ROWS, DEFAULT_TEMPORAL_TYPES, R
 from ..transports import capture_format
 from .plan import DatasetSlice
 from .recovery import LostRows
-from .reread import format_of, reread
+from .reread import PlannedMessages, bulk_columns, format_of, reread
 
 # What a tolerant read makes of a batch whose bad rows are nulled: (batch, [(row, what is lost)]) -> batch.
 BadRows = Callable[[pa.RecordBatch, List[Tuple[int, LostRows]]], pa.RecordBatch]
@@ -66,10 +66,13 @@ def _slice_batches(part: DatasetSlice, batch_rows: int, temporal: TemporalTypes,
 def _decodes_in_bulk(part: DatasetSlice) -> bool:
     """Whether the slice's messages can be decoded by their formats' fast paths: each is one
     physical record, in a format whose fast path rebuilds it with its hint (``bulk_decodes``)."""
-    if any(len(m.spans) != 1 for m in part.messages):
+    messages = part.messages
+    if isinstance(messages, PlannedMessages):  # one record each, no hint
+        return all(format_of(part.formats, source).bulk_decodes(None) for source in messages.sources)
+    if any(len(m.spans) != 1 for m in messages):
         return False
-    formats = {source: format_of(part.formats, source) for source in {m.spans[0][0] for m in part.messages}}
-    return all(formats[m.spans[0][0]].bulk_decodes(m.hint) for m in part.messages)
+    formats = {source: format_of(part.formats, source) for source in {m.spans[0][0] for m in messages}}
+    return all(formats[m.spans[0][0]].bulk_decodes(m.hint) for m in messages)
 
 
 class _BulkObservations:
@@ -78,31 +81,34 @@ class _BulkObservations:
 
     def __init__(self, part: DatasetSlice):
         self.part = part
+        self.columns = bulk_columns(part.messages)
         self.origins = StreamOrigins(RECORD_TYPE_SIZE)
         self.locate = self.origins.locate
 
     def _pieces(self, heads: np.ndarray, room: int):
         """Each run of spans in one capture format, through that format's fast path."""
-        messages = self.part.messages
         formats = self.part.formats
+        spans, hints = self.columns.spans, self.columns.hints
         at = 0
-        for name, group in groupby(messages, key=lambda m: formats[m.spans[0][0]]):
-            run = list(group)
-            spans, hints = [m.spans[0] for m in run], [m.hint for m in run]
-            yield from capture_format(name).payload_pieces(spans, heads[at:at + len(run)], room, hints)
-            at += len(run)
+        for name, group in groupby(spans, key=lambda span: formats[span[0]]):
+            count = sum(1 for _ in group)
+            yield from capture_format(name).payload_pieces(spans[at:at + count], heads[at:at + count], room,
+                                                           hints[at:at + count])
+            at += count
 
     def __iter__(self) -> Iterator[ObservationChunk]:
-        part = self.part
+        part, columns = self.part, self.columns
         room = part.layout.definition.obs_length
-        strips = np.asarray([m.header_bytes for m in part.messages], dtype=np.int64)
+        strips = columns.header_bytes
         at, number = part.base, 0
         for piece in self._pieces(strips + RECORD_TYPE_SIZE, room):
             count = len(piece.spans)
             lengths, crcs = piece.content_keys(strips[number:number + count])
-            planned = [m.content_key for m in part.messages[number:number + count]]
-            if list(zip(lengths, crcs)) != list(planned):
-                bad = next(i for i, key in enumerate(zip(lengths, crcs)) if key != planned[i])
+            planned_lengths = columns.lengths[number:number + count]
+            planned_crcs = columns.crcs[number:number + count]
+            if lengths != planned_lengths or crcs != planned_crcs:
+                bad = next(i for i, key in enumerate(zip(lengths, crcs))
+                           if key != (planned_lengths[i], planned_crcs[i]))
                 source, index, offset, _ = piece.spans[bad]
                 raise CmiFormatError("the message differs from the one planned: the file changed since "
                                      "it was planned", Location(source, index, offset))

@@ -4,6 +4,8 @@ index and capture (150 MB) through every later task."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import gc
 from collections import OrderedDict
 from typing import Callable, Generic, Hashable, Iterator, Optional, TypeVar
@@ -67,3 +69,22 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _malloc_trim() -> Optional[Callable[[int], int]]:
+    """glibc's ``malloc_trim``; None elsewhere (macOS, musl, Windows)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def return_freed_memory() -> None:
+    """Hand the C allocator's free pages back to the system. glibc keeps what a process freed
+    (the pieces of a capture decoded on two threads, each in an arena of its own) for its next
+    allocations, which an idle worker never makes."""
+    if _TRIM is not None:
+        _TRIM(0)

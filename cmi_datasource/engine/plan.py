@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence, Tuple, Union
 
+import numpy as np
+
 from ..charsets import CharsetPolicy
 from ..cmi.assembly import Attachment
 from ..cmi.wire import WireFormat
@@ -18,7 +20,7 @@ from ..errors import Location
 from ..messages import PhysicalMessage
 from ..payload.sas_dataset import DatasetLayout, RecordStream, observation_messages
 from .recovery import Recovery, whole
-from .reread import PlannedMessage, planned_messages
+from .reread import Planned, PlannedMessage, PlannedMessages, planned_messages
 
 if TYPE_CHECKING:
     from .capture import Capture
@@ -46,7 +48,7 @@ class AttachmentPlan(Part):
     kind: str
     name: str
     wire: WireFormat
-    messages: Tuple[PlannedMessage, ...]  # sequenced messages 1..N
+    messages: Planned  # sequenced messages 1..N
     charsets: CharsetPolicy
     formats: Mapping[str, str]  # capture format name of each source file the messages lie in
 
@@ -73,7 +75,7 @@ class DatasetSlice(Part):
     name: str
     layout: DatasetLayout
     charsets: CharsetPolicy
-    messages: Tuple[PlannedMessage, ...]
+    messages: Planned
     base: int
     first_row: int
     last_row: int
@@ -93,10 +95,24 @@ class DatasetSlice(Part):
 
 
 def _sequence_at(messages: Sequence[PlannedMessage], location: Location) -> Optional[int]:
+    if isinstance(messages, PlannedMessages):
+        if location.source not in messages.sources:
+            return None
+        rows = messages.rows
+        found = np.flatnonzero((rows["source"] == messages.sources.index(location.source))
+                               & (rows["index"] == location.message_index))
+        return int(rows["sequence"][found[0]]) if len(found) else None
     for m in messages:
         if any(span[0] == location.source and span[1] == location.message_index for span in m.spans):
             return m.sequence
     return None
+
+
+def planned_message_count(part: Part) -> int:
+    """The messages a part re-reads."""
+    if isinstance(part, SlicePack):
+        return sum(len(piece.messages) for piece in part.slices)
+    return len(part.messages) if isinstance(part, (AttachmentPlan, DatasetSlice)) else 0
 
 
 def _formats_of(formats: Mapping[str, str], messages: Sequence[PhysicalMessage]) -> Mapping[str, str]:
