@@ -133,29 +133,48 @@ def _parse_hex_field(value: bytes, size: int, default: bytes, where: Location, c
     return raw + default[len(raw):]
 
 
+class _AttributeCode(NamedTuple):
+    """How the value of one attribute code is read (from its ``MQMD_FIELDS`` row, worked out once:
+    each message has a few lines no other message has, its MsgId and put time, parsed each time)."""
+    code: str
+    name: str  # the MQMD field's
+    how: str  # "int", "hex" (digits) or "characters" (raw, blank-padded; kept as bytes or as text)
+    size: int  # bytes
+    default: Any
+    as_text: bool  # characters decoded as latin-1 text
+
+
+def _attribute_code(code: str, field: Any) -> _AttributeCode:
+    how = field.kind if field.kind == "int" or (field.kind == "hex" and code not in ("AID", "AOD")) else "characters"
+    return _AttributeCode(code, field.name, how, 4 if field.kind == "int" else int(field.code[:-1]), field.default,
+                          field.kind != "hex")
+
+
+_ATTRIBUTE_CODES = {code.encode("latin-1"): _attribute_code(code, field) for code, field in FIELDS_BY_DUMP_CODE.items()}
+
+
 def _parse_attribute(line: bytes, where: Location) -> Optional[Tuple[str, object]]:
     """(field name, value) of an ``A`` line, or None for a value-less line (the field keeps its default)."""
     if len(line) < 5:
         raise DumpSyntaxError(f"attribute line {line!r} is too short to name an attribute", where)
-    code = line[2:5].decode("latin-1")
-    field = FIELDS_BY_DUMP_CODE.get(code)
-    if field is None:
-        raise DumpSyntaxError(f"unknown attribute code {code!r}", where)
+    attribute = _ATTRIBUTE_CODES.get(line[2:5])
+    if attribute is None:
+        raise DumpSyntaxError(f"unknown attribute code {line[2:5].decode('latin-1')!r}", where)
     if len(line) < 7:
         return None
     value = line[6:]
-    size = int(field.code[:-1]) if field.kind != "int" else 4
-    if field.kind == "int":
-        parsed = _parse_int(value, where, code)
-    elif field.kind == "hex" and code not in ("AID", "AOD"):
-        parsed = _parse_hex_field(value, size, field.default, where, code)
+    code, size = attribute.code, attribute.size
+    if attribute.how == "int":
+        parsed: object = _parse_int(value, where, code)
+    elif attribute.how == "hex":
+        parsed = _parse_hex_field(value, size, attribute.default, where, code)
     else:
         raw = value[:size]
         if len(value) > size and value[size:].strip():
             raise DumpSyntaxError(f"attribute {code} is {len(value)} characters, the field has {size}", where)
         raw = raw.ljust(size, b" ")
-        parsed = raw if field.kind == "hex" else raw.decode("latin-1")
-    return field.name, parsed
+        parsed = raw.decode("latin-1") if attribute.as_text else raw
+    return attribute.name, parsed
 
 
 # Most attribute lines repeat from message to message (MST, ENC, CCS, FMT...): parse each once.
