@@ -315,11 +315,13 @@ _FILLER_LINES = re.compile(rb"\n*(?:(?:\*[^\n]*|[ \t\r\x0b\x0c]+)\n\n*)*")
 
 
 def parse_dump(data: bytes, source: str, base_offset: int = 0,
-               first_index: int = 0, stop: Optional[int] = None) -> Iterator[PhysicalMessage]:
+               first_index: int = 0, stop: Optional[int] = None, walk: bool = True) -> Iterator[PhysicalMessage]:
     """Physical messages of a dmpmqmsg text dump held in ``data`` (up to ``stop``, a line start).
 
     ``base_offset``/``first_index`` place a slice of a larger file: offsets and indexes
-    in the result and in errors are then those of the whole file.
+    in the result and in errors are then those of the whole file. ``walk`` False: the line parser
+    takes every record, not only those the C walker leaves (``_plain_records_kernel``): the
+    reference the walker is compared with (tests, the dmpmqmsg fuzz target).
     """
     record: Optional[_MessageRecord] = None
     index = first_index
@@ -340,7 +342,7 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
     pos, size = 0, len(data) if stop is None else max(0, min(stop, len(data)))
     view = np.frombuffer(data, dtype=np.uint8)
     x_run_bytes = np.empty(size // 2, dtype=np.uint8)  # any X run fits: two digits a byte
-    plain_records = _plain_records_kernel()
+    plain_records = _plain_records_kernel() if walk else None
     records = np.empty((PLAIN_RECORDS_AT_A_TIME, 4), dtype=np.int64)
     while pos < size:
         # The lines that need no more than their first byte are taken without cutting them out:
