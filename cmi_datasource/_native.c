@@ -217,6 +217,18 @@ line_end(const uint8_t *text, Py_ssize_t p, Py_ssize_t e)
     return found ? found - text : (p < e ? e : p);
 }
 
+/* The block the hex loops gather digits in; NULL with the n buffers released and MemoryError set. */
+static uint8_t *
+digit_block(Py_buffer *views, int n)
+{
+    uint8_t *digits = PyMem_RawMalloc(DIGIT_BLOCK + 8);
+    if (digits == NULL) {
+        release(views, n);
+        PyErr_NoMemory();
+    }
+    return digits;
+}
+
 /* hex_lines._x_run: (end or -1, written); OUT_OF_BOUNDS when out is too small. */
 static Py_ssize_t
 x_run_pass(const uint8_t *text, Py_ssize_t pos, Py_ssize_t size, Out out, uint8_t *digits, int trust_width,
@@ -256,6 +268,15 @@ x_run_pass(const uint8_t *text, Py_ssize_t pos, Py_ssize_t size, Out out, uint8_
     return end;
 }
 
+/* hex_lines.x_run: the pass that trusts line widths, then, when it finds a digit that is no hex
+   digit, the one that looks for each line's end. */
+static Py_ssize_t
+x_run_passes(const uint8_t *text, Py_ssize_t pos, Py_ssize_t size, Out out, uint8_t *digits, Py_ssize_t *written)
+{
+    Py_ssize_t end = x_run_pass(text, pos, size, out, digits, 1, written);
+    return end == -1 ? x_run_pass(text, pos, size, out, digits, 0, written) : end;
+}
+
 static PyObject *
 x_run(PyObject *self, PyObject *args)
 {
@@ -272,17 +293,13 @@ x_run(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_ValueError, "x_run: text[%zd:%zd] is outside a text of %zd bytes", pos, size,
                             v[0].len);
     }
-    uint8_t *digits = PyMem_RawMalloc(DIGIT_BLOCK + 8);
-    if (digits == NULL) {
-        release(v, 2);
-        return PyErr_NoMemory();
-    }
+    uint8_t *digits = digit_block(v, 2);
+    if (digits == NULL)
+        return NULL;
     Out out = {v[1].buf, v[1].len};
     Py_ssize_t end, written;
     Py_BEGIN_ALLOW_THREADS
-    end = x_run_pass(v[0].buf, pos, size, out, digits, 1, &written);
-    if (end == -1)
-        end = x_run_pass(v[0].buf, pos, size, out, digits, 0, &written);
+    end = x_run_passes(v[0].buf, pos, size, out, digits, &written);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(digits);
     release(v, 2);
@@ -291,6 +308,106 @@ x_run(PyObject *self, PyObject *args)
     if (end < 0)
         written = 0;
     return Py_BuildValue("nn", end, written);
+}
+
+/* ---- plain dump records (transports/mq/dmpmqmsg.py) -------------------------------------- */
+
+/* Where the filler lines from text[p] end (empty lines, comments, lines of blanks only), as
+   dmpmqmsg._FILLER_LINES and the line parser skip them; a last line without its LF counts. */
+static Py_ssize_t
+skip_filler(const uint8_t *t, Py_ssize_t p, Py_ssize_t size)
+{
+    while (p < size) {
+        Py_ssize_t e = line_end(t, p, size);
+        if (t[p] != '*') {
+            for (Py_ssize_t i = p; i < e; i++) {
+                uint8_t c = t[i];
+                if (c != ' ' && c != '\t' && c != '\r' && c != '\x0b' && c != '\x0c')
+                    return p;
+            }
+        }
+        p = e + 1;
+    }
+    return size;
+}
+
+static inline int
+is_attribute_line(const uint8_t *t, Py_ssize_t p, Py_ssize_t size)
+{
+    return p + 1 < size && t[p] == 'A' && t[p + 1] == ' ';
+}
+
+/* dmpmqmsg._plain_records: the plain records from text[pos] on, at most `capacity` and no more
+   once their payloads fill `budget` bytes of out (memory first touched costs a page fault), each a row
+   of `records` (start, end of its attribute block: the last A line's LF, end of its X run, end
+   of its payload in out, the payloads laid end to end); *stop: where the first record not taken
+   (or the first line that opens none) starts. A plain record is filler lines, a block of "A "
+   lines without CRs, at once a run of X lines x_run_pass takes, then filler lines up to the
+   next "A " line or the end: anything else is left to the line parser. */
+static Py_ssize_t
+plain_records(const uint8_t *t, Py_ssize_t pos, Py_ssize_t size, Out out, Py_ssize_t budget, uint8_t *digits,
+              int64_t *records, Py_ssize_t capacity, Py_ssize_t *stop)
+{
+    Py_ssize_t p = skip_filler(t, pos, size), count = 0, at = 0;
+    while (count < capacity && at < budget && is_attribute_line(t, p, size)) {
+        Py_ssize_t q = p, attributes_end = -1;
+        while (is_attribute_line(t, q, size)) {
+            Py_ssize_t e = line_end(t, q, size);
+            if (e >= size || memchr(t + q, '\r', (size_t)(e - q)) != NULL)
+                break;
+            attributes_end = e;
+            q = e + 1;
+        }
+        if (attributes_end < 0 || q != attributes_end + 1 || q >= size || t[q] != 'X')
+            break;
+        Out rest = {out.data + at, out.size - at};
+        Py_ssize_t written;
+        Py_ssize_t end = x_run_passes(t, q, size, rest, digits, &written);
+        if (end < 0)
+            break;
+        Py_ssize_t next = end >= size ? size : skip_filler(t, end + 1, size);
+        if (next < size && !is_attribute_line(t, next, size))
+            break;
+        at += written;
+        int64_t *row = records + 4 * count++;
+        row[0] = p;
+        row[1] = attributes_end;
+        row[2] = end;
+        row[3] = at;
+        p = next;
+    }
+    *stop = p;
+    return count;
+}
+
+static PyObject *
+dump_records(PyObject *self, PyObject *args)
+{
+    PyObject *objs[3];
+    Py_ssize_t pos, size, budget;
+    if (!PyArg_ParseTuple(args, "OnnOnO:plain_records", &objs[0], &pos, &size, &objs[1], &budget, &objs[2]))
+        return NULL;
+    static const ArraySpec specs[3] = {{"text", ANY_UINT, 1, 0, 0}, {"out", ANY_UINT, 1, 0, 1},
+                                       {"records", ANY_INT, 8, 2, 1}};
+    Py_buffer v[3];
+    if (take_all(objs, v, specs, 3) < 0)
+        return NULL;
+    if (pos < 0 || size < pos || size > v[0].len || v[2].shape[1] != 4) {
+        release(v, 3);
+        return PyErr_Format(PyExc_ValueError, "plain_records: text[%zd:%zd] is outside a text of %zd bytes, or "
+                            "records have no 4 columns", pos, size, v[0].len);
+    }
+    uint8_t *digits = digit_block(v, 3);
+    if (digits == NULL)
+        return NULL;
+    Out out = {v[1].buf, v[1].len};
+    Py_ssize_t count, stop;
+    Py_BEGIN_ALLOW_THREADS
+    count = plain_records(v[0].buf, pos, size, out, budget, digits, v[2].buf, rows_of(&v[2]), &stop);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(digits);
+    release(v, 3);
+    return Py_BuildValue("nn", count, stop);
 }
 
 /* ---- dump spans (transports/mq/dump_spans.py) ------------------------------------------------ */
@@ -396,11 +513,9 @@ decode_spans(PyObject *self, PyObject *args)
         }
         head_room -= heads[s];
     }
-    uint8_t *digits = PyMem_RawMalloc(DIGIT_BLOCK + 8);
-    if (digits == NULL) {
-        release(v, 7);
-        return PyErr_NoMemory();
-    }
+    uint8_t *digits = digit_block(v, 7);
+    if (digits == NULL)
+        return NULL;
     Out out = {v[4].buf, v[4].len}, head_out = {v[5].buf, v[5].len};
     Py_ssize_t s = first, width = 0, failed = spans;
     int bad = 0;
@@ -1310,6 +1425,7 @@ put_padded(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"x_run", x_run, METH_VARARGS, "hex_lines.x_run"},
+    {"plain_records", dump_records, METH_VARARGS, "dmpmqmsg._plain_records"},
     {"decode_spans", decode_spans, METH_VARARGS, "dump_spans._decode_spans"},
     {"trim_and_gather", trim_and_gather, METH_VARARGS, "strings._trim_and_gather"},
     {"first_ill_formed", first_ill_formed, METH_VARARGS, "strings._first_ill_formed"},

@@ -159,12 +159,13 @@ class PhysicalMessage:
         """The message of a piece of its file parsed as if the piece began the file (on a thread, before
         the messages ahead of it were counted), numbered as the whole file's: ``by`` more, in its index
         and in the place its kept damage names."""
+        origin = self.origin  # made without _replace, which looks up every field by name (3.5 -> 1.5 us a message)
+        changes: dict = {"origin": Origin._make((origin[0], origin[1] + by) + origin[2:])}
         damage = self.damage
         if damage is not None and damage.location.message_index is not None:
-            damage = dataclasses.replace(damage, location=dataclasses.replace(
+            changes["damage"] = dataclasses.replace(damage, location=dataclasses.replace(
                 damage.location, message_index=damage.location.message_index + by))
-        origin = self.origin._replace(message_index=self.origin.message_index + by)
-        return self.replaced(origin=origin, damage=damage)
+        return replaced(self, changes)
 
     def replaced(self, **changes: Any) -> "PhysicalMessage":
         """``dataclasses.replace(self, **changes)`` in 0.7 us instead of 5 (``frozen.replaced``):

@@ -182,10 +182,25 @@ def _bulk_spans(name: str, data: bytes, raw_parse) -> None:
                              f"({len(got)} payloads decoded, {len(want)} parsed)")
 
 
+def _parsed_dump(data: bytes, walk: bool) -> Tuple[list, Optional[tuple]]:
+    """The messages ``parse_dump`` gives and its error (type, text, location), or None."""
+    from cmi_datasource.errors import CmiError
+    from cmi_datasource.transports.mq import dmpmqmsg
+    found: list = []
+    try:
+        found.extend(dmpmqmsg.parse_dump(data, SOURCE, walk=walk))
+    except CmiError as e:
+        return found, (type(e), str(e), e.location)
+    return found, None
+
+
 def dmpmqmsg_target(data: bytes) -> None:
     from cmi_datasource.transports.mq import dmpmqmsg
     _parse_format("dmpmqmsg", data)
     _bulk_spans("dmpmqmsg", data, dmpmqmsg.parse_dump)
+    # The C walker over plain records against the line parser alone: the same messages and errors.
+    if _parsed_dump(data, walk=True) != _parsed_dump(data, walk=False):
+        raise AssertionError("dmpmqmsg: the C walker over plain records and the line parser disagree")
 
 
 def amqsbcg_target(data: bytes) -> None:
