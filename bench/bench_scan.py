@@ -5,7 +5,8 @@
 The first ``--chunks`` chunks of DUMP (16 MiB each) are read once, then parsed and kept as the
 message index keeps them (``parse_dump``, ``unwrap``, ``index.entry``) on this thread, the
 attribute-line cache emptied before each pass as in a first read: CPU seconds of the best pass
-and microseconds a message, for the whole of it ("full") and for ``parse_dump`` alone ("parse").
+and microseconds a message, for the whole of it ("full"), for ``parse_dump`` alone ("parse") and for
+the C walker over the plain records alone, no message made ("walker").
 No file reading, threads or renumbering: what is left is the Python per message and the kernels.
 PYTHONPATH decides which checkout is measured. ``--profile``: one pass under cProfile instead.
 """
@@ -16,6 +17,9 @@ import cProfile
 import pstats
 import resource
 
+import numpy as np
+
+from cmi_datasource.compiled import native_module
 from cmi_datasource.containers import read_in_chunks
 from cmi_datasource.engine import index
 from cmi_datasource.transports import capture_format
@@ -36,6 +40,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     transport = capture_format("dmpmqmsg").transport
+    native = native_module()
     chunks = []
     for chunk in read_in_chunks(args.dump, dmpmqmsg.READ_CHUNK_BYTES, dmpmqmsg.start_of_last_message):
         if len(chunks) == args.chunks:
@@ -53,6 +58,22 @@ def main() -> None:
     def parse() -> int:
         return sum(1 for _ in messages())
 
+    records = np.empty((dmpmqmsg.PLAIN_RECORDS_AT_A_TIME, 4), dtype=np.int64)
+
+    def walker() -> int:
+        """The C walker alone over every record it takes (``_native.plain_records``: bounds found,
+        hex decoded), no message made: what a scan with no Python object a message would cost."""
+        count = 0
+        for _, data, stop in chunks:
+            view, out = np.frombuffer(data, dtype=np.uint8), np.empty(len(data) // 2, dtype=np.uint8)
+            pos = data.find(b"\nA ") + 1
+            while 0 < pos < stop:
+                taken, pos = native.plain_records(view, pos, stop, out, dmpmqmsg.PLAIN_BYTES_AT_A_TIME, records)
+                if not taken:
+                    break
+                count += taken
+        return count
+
     full()  # imports, kernels and memory first touched
     if args.profile:
         cProfile.runctx("full()", globals(), {"full": full}, "/tmp/bench_scan.prof")
@@ -61,7 +82,7 @@ def main() -> None:
     best = {}
     count = 0
     for _ in range(args.rounds):
-        for name, work in (("full", full), ("parse", parse)):
+        for name, work in (("full", full), ("parse", parse)) + ((("walker", walker),) if native else ()):
             at = cpu()
             count = work()
             best[name] = min(best.get(name, float("inf")), cpu() - at)
