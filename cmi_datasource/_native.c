@@ -229,6 +229,20 @@ digit_block(Py_buffer *views, int n)
     return digits;
 }
 
+/* The digit block of a hex pass over text[pos:size], the text in views[0]; NULL with the n buffers
+   released and ValueError set (a range outside the text) or MemoryError. */
+static uint8_t *
+text_digit_block(Py_buffer *views, int n, Py_ssize_t pos, Py_ssize_t size, const char *name)
+{
+    if (pos < 0 || size < pos || size > views[0].len) {
+        release(views, n);
+        PyErr_Format(PyExc_ValueError, "%s: text[%zd:%zd] is outside a text of %zd bytes", name, pos, size,
+                     views[0].len);
+        return NULL;
+    }
+    return digit_block(views, n);
+}
+
 /* hex_lines._x_run: (end or -1, written); OUT_OF_BOUNDS when out is too small. */
 static Py_ssize_t
 x_run_pass(const uint8_t *text, Py_ssize_t pos, Py_ssize_t size, Out out, uint8_t *digits, int trust_width,
@@ -288,12 +302,7 @@ x_run(PyObject *self, PyObject *args)
     Py_buffer v[2];
     if (take_all(objs, v, specs, 2) < 0)
         return NULL;
-    if (pos < 0 || size < pos || size > v[0].len) {
-        release(v, 2);
-        return PyErr_Format(PyExc_ValueError, "x_run: text[%zd:%zd] is outside a text of %zd bytes", pos, size,
-                            v[0].len);
-    }
-    uint8_t *digits = digit_block(v, 2);
+    uint8_t *digits = text_digit_block(v, 2, pos, size, "x_run");
     if (digits == NULL)
         return NULL;
     Out out = {v[1].buf, v[1].len};
@@ -392,12 +401,11 @@ dump_records(PyObject *self, PyObject *args)
     Py_buffer v[3];
     if (take_all(objs, v, specs, 3) < 0)
         return NULL;
-    if (pos < 0 || size < pos || size > v[0].len || v[2].shape[1] != 4) {
+    if (v[2].shape[1] != 4) {
         release(v, 3);
-        return PyErr_Format(PyExc_ValueError, "plain_records: text[%zd:%zd] is outside a text of %zd bytes, or "
-                            "records have no 4 columns", pos, size, v[0].len);
+        return PyErr_Format(PyExc_ValueError, "plain_records: records need 4 columns, not %zd", v[2].shape[1]);
     }
-    uint8_t *digits = digit_block(v, 3);
+    uint8_t *digits = text_digit_block(v, 3, pos, size, "plain_records");
     if (digits == NULL)
         return NULL;
     Out out = {v[1].buf, v[1].len};

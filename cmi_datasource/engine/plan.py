@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence, Tuple, Union
 
-import numpy as np
-
 from ..charsets import CharsetPolicy
 from ..cmi.assembly import Attachment
 from ..cmi.wire import WireFormat
@@ -96,12 +94,7 @@ class DatasetSlice(Part):
 
 def _sequence_at(messages: Sequence[PlannedMessage], location: Location) -> Optional[int]:
     if isinstance(messages, PlannedMessages):
-        if location.source not in messages.sources:
-            return None
-        rows = messages.rows
-        found = np.flatnonzero((rows["source"] == messages.sources.index(location.source))
-                               & (rows["index"] == location.message_index))
-        return int(rows["sequence"][found[0]]) if len(found) else None
+        return messages.sequence_at(location)
     for m in messages:
         if any(span[0] == location.source and span[1] == location.message_index for span in m.spans):
             return m.sequence

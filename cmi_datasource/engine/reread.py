@@ -88,6 +88,15 @@ class PlannedMessages(Sequence[PlannedMessage]):
                 zip(self.rows["source"].tolist(), self.rows["index"].tolist(), self.rows["offset"].tolist(),
                     self.rows["end"].tolist())]
 
+    def sequence_at(self, location: Location) -> Optional[int]:
+        """The sequence number of the message ``location`` names; None when none of these is there."""
+        if location.source not in self.sources or location.message_index is None:
+            return None
+        rows = self.rows
+        found = np.flatnonzero((rows["source"] == self.sources.index(location.source))
+                               & (rows["index"] == location.message_index))
+        return int(rows["sequence"][found[0]]) if len(found) else None
+
     def _key(self) -> tuple:
         # Rows name sources by number: equal parts may number them differently (and a slice
         # keeps its parent's sources), so the key names them by path.

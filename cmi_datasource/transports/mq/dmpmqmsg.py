@@ -347,7 +347,7 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
     view = np.frombuffer(data, dtype=np.uint8)
     x_run_bytes = np.empty(size // 2, dtype=np.uint8)  # any X run fits: two digits a byte
     plain_records = _plain_records_kernel() if walk else None
-    records = np.empty((PLAIN_RECORDS_AT_A_TIME, 4), dtype=np.int64)
+    records = np.empty((PLAIN_RECORDS_AT_A_TIME, 4), dtype=np.int64) if plain_records is not None else None
     while pos < size:
         # The lines that need no more than their first byte are taken without cutting them out:
         # X runs, empty lines and comments (three of each message's four lines in a dump).
