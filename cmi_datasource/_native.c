@@ -418,6 +418,233 @@ dump_records(PyObject *self, PyObject *args)
     return Py_BuildValue("nn", count, stop);
 }
 
+/* ---- attribute lines of plain dump records (transports/mq/dmpmqmsg.py) ------------------- */
+
+/* How an attribute code's value is read: dmpmqmsg._ATTRIBUTE_KINDS numbers them so. */
+enum { ATTRIBUTE_INT, ATTRIBUTE_HEX, ATTRIBUTE_TEXT, ATTRIBUTE_CHARACTERS };
+#define ATTRIBUTE_CODES_MAX 64
+#define ATTRIBUTE_SIZE_MAX 256
+#define MQLONG_LIMIT 2147483648LL
+
+/* One row of dmpmqmsg._ATTRIBUTE_TABLE (made from the field table mqmd.FIELDS_BY_DUMP_CODE):
+   (code, field name, kind, size, default); borrowed from the table, which the call holds. */
+typedef struct {
+    const char *code;
+    PyObject *name;
+    int kind;
+    Py_ssize_t size;
+    PyObject *fallback;  /* the default: the value itself when a line gives it (shared, not copied) */
+    const uint8_t *fallback_bytes;  /* its bytes (hex, characters) or latin-1 text; NULL for numbers */
+} AttributeCode;
+
+/* Python's bytes.strip() whitespace */
+static inline int
+is_strip_blank(uint8_t c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\x0b' || c == '\x0c';
+}
+
+/* The rows of the table, checked; -1 with TypeError set when one is not as dmpmqmsg makes them. */
+static Py_ssize_t
+attribute_codes(PyObject *table, AttributeCode *codes)
+{
+    if (!PyTuple_Check(table) || PyTuple_GET_SIZE(table) > ATTRIBUTE_CODES_MAX) {
+        PyErr_SetString(PyExc_TypeError, "attribute_fields: the table is a tuple of at most 64 rows");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(table);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = PyTuple_GET_ITEM(table, i);
+        AttributeCode *a = &codes[i];
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5 || !PyBytes_Check(PyTuple_GET_ITEM(row, 0))
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(row, 0)) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(row, 1))
+            || !PyLong_Check(PyTuple_GET_ITEM(row, 2)) || !PyLong_Check(PyTuple_GET_ITEM(row, 3)))
+            goto bad;
+        a->code = PyBytes_AS_STRING(PyTuple_GET_ITEM(row, 0));
+        a->name = PyTuple_GET_ITEM(row, 1);
+        a->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(row, 2));
+        a->size = PyLong_AsSsize_t(PyTuple_GET_ITEM(row, 3));
+        a->fallback = PyTuple_GET_ITEM(row, 4);
+        a->fallback_bytes = NULL;
+        if (PyErr_Occurred() || a->kind < ATTRIBUTE_INT || a->kind > ATTRIBUTE_CHARACTERS || a->size < 1
+            || a->size > ATTRIBUTE_SIZE_MAX)
+            goto bad;
+        if (a->kind == ATTRIBUTE_TEXT) {
+            if (!PyUnicode_Check(a->fallback) || PyUnicode_KIND(a->fallback) != PyUnicode_1BYTE_KIND
+                || PyUnicode_GET_LENGTH(a->fallback) != a->size)
+                goto bad;
+            a->fallback_bytes = PyUnicode_1BYTE_DATA(a->fallback);
+        } else if (a->kind != ATTRIBUTE_INT) {
+            if (!PyBytes_Check(a->fallback) || PyBytes_GET_SIZE(a->fallback) != a->size)
+                goto bad;
+            a->fallback_bytes = (const uint8_t *)PyBytes_AS_STRING(a->fallback);
+        }
+    }
+    return n;
+bad:
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError, "attribute_fields: a row of the table is not (code of 3 bytes, name, kind, "
+                                     "size 1-256, default of that size)");
+    return -1;
+}
+
+/* Outcomes of reading one attribute line. */
+enum { LINE_PARSED, LINE_VALUELESS, LINE_DECLINED, LINE_FAILED };
+
+/* dmpmqmsg._parse_attribute of the line t[p:e] in the well-formed case: LINE_PARSED with *value a
+   new reference (or the default's, shared), LINE_VALUELESS, LINE_DECLINED for any line that
+   case does not cover (the line parser then reads it and raises its error), or LINE_FAILED
+   (MemoryError). A number is [-]digits, hex an even run of digits with no blanks, characters
+   at most their size or blanks after it. */
+static int
+attribute_line(const uint8_t *t, Py_ssize_t p, Py_ssize_t e, const AttributeCode *codes, Py_ssize_t n,
+               const AttributeCode **found, PyObject **value)
+{
+    if (e - p < 5)
+        return LINE_DECLINED;
+    const AttributeCode *a = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (memcmp(codes[i].code, t + p + 2, 3) == 0) {
+            a = &codes[i];
+            break;
+        }
+    }
+    if (a == NULL)
+        return LINE_DECLINED;
+    if (e - p < 7)
+        return LINE_VALUELESS;
+    *found = a;
+    const uint8_t *v = t + p + 6;
+    Py_ssize_t length = e - p - 6, size = a->size;
+    if (a->kind == ATTRIBUTE_INT) {
+        int negative = v[0] == '-';
+        Py_ssize_t digits = length - negative;
+        if (digits < 1 || digits > 10)
+            return LINE_DECLINED;
+        long long number = 0;
+        for (Py_ssize_t i = negative; i < length; i++) {
+            if ((uint8_t)(v[i] - '0') > 9)
+                return LINE_DECLINED;
+            number = number * 10 + (v[i] - '0');
+        }
+        if (number > MQLONG_LIMIT - !negative)
+            return LINE_DECLINED;
+        *value = PyLong_FromLongLong(negative ? -number : number);
+        return *value == NULL ? LINE_FAILED : LINE_PARSED;
+    }
+    uint8_t raw[ATTRIBUTE_SIZE_MAX];
+    if (a->kind == ATTRIBUTE_HEX) {
+        if ((length & 1) || length > 2 * size)
+            return LINE_DECLINED;
+        uint8_t bad = 0;
+        for (Py_ssize_t i = 0; i < length / 2; i++) {
+            uint8_t high = digit_value(v[2 * i]), low = digit_value(v[2 * i + 1]);
+            bad |= high | low;
+            raw[i] = (uint8_t)((high << 4) | (low & 0xF));
+        }
+        if (bad & 0x80)
+            return LINE_DECLINED;
+        memcpy(raw + length / 2, a->fallback_bytes + length / 2, (size_t)(size - length / 2));
+    } else {
+        Py_ssize_t kept = length < size ? length : size;
+        for (Py_ssize_t i = size; i < length; i++) {
+            if (!is_strip_blank(v[i]))
+                return LINE_DECLINED;
+        }
+        memcpy(raw, v, (size_t)kept);
+        memset(raw + kept, ' ', (size_t)(size - kept));
+    }
+    if (memcmp(raw, a->fallback_bytes, (size_t)size) == 0) {
+        Py_INCREF(a->fallback);
+        *value = a->fallback;
+    } else if (a->kind == ATTRIBUTE_TEXT) {
+        *value = PyUnicode_DecodeLatin1((const char *)raw, size, NULL);
+    } else {
+        *value = PyBytes_FromStringAndSize((const char *)raw, size);
+    }
+    return *value == NULL ? LINE_FAILED : LINE_PARSED;
+}
+
+/* The fields of the attribute block t[start:end] (its lines "A ..." apart by LFs), as
+   dmpmqmsg._attribute_block gives them; Py_None when a line is not in the well-formed case;
+   NULL with an exception set. */
+static PyObject *
+attribute_block_fields(const uint8_t *t, Py_ssize_t start, Py_ssize_t end, const AttributeCode *codes,
+                       Py_ssize_t n)
+{
+    PyObject *fields = PyDict_New();
+    if (fields == NULL)
+        return NULL;
+    for (Py_ssize_t p = start; p <= end;) {
+        Py_ssize_t e = line_end(t, p, end);
+        const AttributeCode *a = NULL;
+        PyObject *value = NULL;
+        int outcome = attribute_line(t, p, e, codes, n, &a, &value);
+        if (outcome == LINE_PARSED) {
+            int failed = PyDict_SetItem(fields, a->name, value) < 0;
+            Py_DECREF(value);
+            if (failed)
+                outcome = LINE_FAILED;
+        }
+        if (outcome == LINE_FAILED) {
+            Py_DECREF(fields);
+            return NULL;
+        }
+        if (outcome == LINE_DECLINED) {
+            Py_DECREF(fields);
+            Py_RETURN_NONE;
+        }
+        p = e + 1;
+    }
+    return fields;
+}
+
+/* dmpmqmsg._plain_attribute_fields: a list of the fields of each record's attribute block
+   (the rows of plain_records: start, end of the block), None for one the line parser reads. */
+static PyObject *
+attribute_fields(PyObject *self, PyObject *args)
+{
+    PyObject *objs[2], *table;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "OOnO:attribute_fields", &objs[0], &objs[1], &count, &table))
+        return NULL;
+    AttributeCode codes[ATTRIBUTE_CODES_MAX];
+    Py_ssize_t n = attribute_codes(table, codes);
+    if (n < 0)
+        return NULL;
+    static const ArraySpec specs[2] = {{"text", ANY_UINT, 1, 0, 0}, {"records", ANY_INT, 8, 2, 0}};
+    Py_buffer v[2];
+    if (take_all(objs, v, specs, 2) < 0)
+        return NULL;
+    const uint8_t *t = v[0].buf;
+    const int64_t *records = v[1].buf;
+    Py_ssize_t columns = columns_of(&v[1]);
+    if (count < 0 || count > rows_of(&v[1]) || columns < 2) {
+        release(v, 2);
+        return PyErr_Format(PyExc_ValueError, "attribute_fields: %zd records of a %zd x %zd array", count,
+                            rows_of(&v[1]), columns);
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const int64_t *row = records + i * columns;
+        if (row[0] < 0 || row[1] < row[0] || row[1] > v[0].len) {
+            release(v, 2);
+            return PyErr_Format(PyExc_ValueError, "attribute_fields: record %zd's block [%lld:%lld] is outside a "
+                                "text of %zd bytes", i, (long long)row[0], (long long)row[1], v[0].len);
+        }
+    }
+    PyObject *result = PyList_New(count);
+    for (Py_ssize_t i = 0; result != NULL && i < count; i++) {
+        const int64_t *row = records + i * columns;
+        PyObject *fields = attribute_block_fields(t, (Py_ssize_t)row[0], (Py_ssize_t)row[1], codes, n);
+        if (fields == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, i, fields);
+    }
+    release(v, 2);
+    return result;
+}
+
 /* ---- dump spans (transports/mq/dump_spans.py) ------------------------------------------------ */
 
 /* dump_spans._decode_span: the payload's length, -1 when the kernel does not take the span, or
@@ -1434,6 +1661,7 @@ put_padded(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"x_run", x_run, METH_VARARGS, "hex_lines.x_run"},
     {"plain_records", dump_records, METH_VARARGS, "dmpmqmsg._plain_records"},
+    {"attribute_fields", attribute_fields, METH_VARARGS, "dmpmqmsg._plain_attribute_fields"},
     {"decode_spans", decode_spans, METH_VARARGS, "dump_spans._decode_spans"},
     {"trim_and_gather", trim_and_gather, METH_VARARGS, "strings._trim_and_gather"},
     {"first_ill_formed", first_ill_formed, METH_VARARGS, "strings._first_ill_formed"},

@@ -202,3 +202,76 @@ def test_a_payload_larger_than_the_output_is_left_to_the_line_parser():
     assert (count, stop) == (2, len(text))
     assert records[:2].tolist() == [[0, 7, 18, 4], [19, 26, 31, 5]]
     assert WALKER(text, 0, len(text), np.empty(8, np.uint8), 1, records) == (1, 19)  # the budget is spent
+
+
+# Values of each kind of attribute line on both sides of what the C reader of attribute blocks
+# (``_native.attribute_fields``) takes itself: it must read each the same or leave it to the line parser.
+_INT_VALUES = (b"0", b"-1", b"007", b"2147483647", b"-2147483648", b"2147483648", b"-2147483649", b"99999999999",
+               b"+5", b" 5", b"5 ", b"5\t", b"1_000", b"-", b"--1", b"x", b"\xe9", b" ")
+_HEX_VALUES = (b"", b"00", b"0A", b"ff" * 4, b"AB" * 24, b"AB" * 25, b"ABC", b"AG", b"AB CD", b" AB", b"AB ",
+               b"20" * 32, b"20" * 33, b"\xe9\xe9", b"  ")
+_CHARACTER_VALUES = (b"x", b"MQSTR", b"MQSTR   ", b"MQSTR    ", b"MQSTR   \t \x0b\x0c", b"MQSTR   junk", b"\xe9\xff",
+                     b" " * 8, b" " * 60, b"a" * 60, b"a" * 48 + b"   ", b"a" * 48 + b" x", b"\x1c" * 9, b"\x00")
+
+
+def _attribute_variants():
+    """(name, attribute line) for each code: every value above of its kind, value-less lines and lines
+    too short or with an unknown code."""
+    for code, attribute in dmpmqmsg._ATTRIBUTE_CODES.items():
+        values = {"int": _INT_VALUES, "hex": _HEX_VALUES}.get(attribute.how, _CHARACTER_VALUES)
+        for value in values:
+            yield f"{code!r} {value!r}", b"A " + code + b" " + value
+        yield f"{code!r} value-less", b"A " + code
+        yield f"{code!r} blank", b"A " + code + b" "
+        yield f"{code!r} other separator", b"A " + code + b"_" + values[1]
+    yield "short", b"A MS"
+    yield "unknown code", b"A QQQ 1"
+
+
+def test_the_c_reader_of_attribute_lines_reads_them_as_the_line_parser(monkeypatch):
+    """Each line above in place of one of a record's attribute lines (and added after them, where a
+    later line of a field overrides an earlier one): the same fields, or the same error, with the
+    walker as by the line parser alone, and the C reader takes every well-formed line itself."""
+    import numpy as np
+    plain = _dump(_plain_messages()[:3])
+    msi = plain.index(b"A MSI ")
+    msi_end = plain.index(b"\n", msi)
+    block_end = plain.index(b"\nX ", msi)
+    read_in_c = 0
+    for name, line in _attribute_variants():
+        for data in (plain[:msi] + line + plain[msi_end:], plain[:block_end + 1] + line + plain[block_end:]):
+            taken, fast, slow = _both(data, monkeypatch)
+            assert fast == slow and taken > 0, name
+            start = data.rindex(b"\n\n", 0, msi) + 2
+            start = data.index(b"A ", start)
+            end = data.index(b"\nX ", start)
+            records = np.array([[start, end, 0, 0]], dtype=np.int64)
+            in_c = dmpmqmsg._plain_attribute_fields(data, records)[0]
+            if in_c is not None:
+                assert in_c == dmpmqmsg._attribute_block(data[start:end], "d.dmp", 0, start), name
+                read_in_c += 1
+            elif fast[1] is None:  # well-formed, yet left to the line parser: blanks around a value, + or _
+                value = line[6:]
+                assert value != value.strip() or b"+" in value or b"_" in value, name
+    assert read_in_c > 200
+
+
+@pytest.mark.parametrize("table, problem", [
+    ((("MST", "msg_type", 0, 4, 8),), "table"),  # code not bytes
+    (((b"MS", "msg_type", 0, 4, 8),), "table"),  # not 3 bytes
+    (((b"MST", "msg_type", 9, 4, 8),), "table"),  # no such kind
+    (((b"MSI", "msg_id", 1, 24, bytes(23)),), "table"),  # default shorter than the field
+    (((b"FMT", "format", 2, 300, " " * 300),), "table"),  # larger than any field
+    (((b"FMT", "format", 2, 8, b" " * 8),), "table"),  # text default not text
+])
+def test_the_c_reader_of_attribute_lines_checks_its_table(table, problem):
+    import numpy as np
+    text = b"A MST 1\nX 41\n"
+    with pytest.raises(TypeError, match=problem):
+        dmpmqmsg.native_module().attribute_fields(text, np.array([[0, 7, 0, 0]], np.int64), 1, table)
+    with pytest.raises(ValueError, match="outside"):
+        dmpmqmsg.native_module().attribute_fields(text, np.array([[0, 70, 0, 0]], np.int64), 1,
+                                                  dmpmqmsg._ATTRIBUTE_TABLE)
+    with pytest.raises(ValueError, match="records"):
+        dmpmqmsg.native_module().attribute_fields(text, np.array([[0, 7, 0, 0]], np.int64), 2,
+                                                  dmpmqmsg._ATTRIBUTE_TABLE)

@@ -151,6 +151,11 @@ def _attribute_code(code: str, field: Any) -> _AttributeCode:
 
 
 _ATTRIBUTE_CODES = {code.encode("latin-1"): _attribute_code(code, field) for code, field in FIELDS_BY_DUMP_CODE.items()}
+# The same codes as the C reader of plain records' attribute lines (``_native.attribute_fields``)
+# takes them: (code, field name, kind, size, default), the kind numbered as in _native.c: int 0,
+# hex 1, characters as text 2, characters kept as bytes 3.
+_ATTRIBUTE_TABLE = tuple((key, a.name, 0 if a.how == "int" else 1 if a.how == "hex" else 2 if a.as_text else 3,
+                          a.size, a.default) for key, a in _ATTRIBUTE_CODES.items())
 
 
 def _parse_attribute(line: bytes, where: Location) -> Optional[Tuple[str, object]]:
@@ -297,15 +302,29 @@ def _plain_records_kernel() -> Optional[Callable[..., Tuple[int, int]]]:
     return getattr(native, "plain_records", None) if native is not None else None
 
 
+def _plain_attribute_fields(data: bytes, records: np.ndarray) -> List[Optional[Dict[str, object]]]:
+    """The fields of each plain record's attribute block (``records``: rows from ``plain_records``)
+    as ``_attribute_block`` gives them, read in C (``_native.attribute_fields``) from the codes of
+    ``_ATTRIBUTE_TABLE``; None for a block with a line outside the well-formed case (a number
+    with blanks or a sign +, hex with blanks, an unknown code...), which the line parser reads."""
+    native = native_module()
+    reader = getattr(native, "attribute_fields", None) if native is not None else None
+    if reader is None:
+        return [None] * len(records)
+    return reader(data, records, len(records), _ATTRIBUTE_TABLE)
+
+
 def _plain_messages(data: bytes, decoded: np.ndarray, records: np.ndarray, source: str, base_offset: int,
                     index: int) -> Iterator[PhysicalMessage]:
     """The messages of the plain records ``plain_records`` found: rows (start, end of the attribute
     block, end of the X run, end of the payload in ``decoded``), offsets in ``data``; the same
     messages, attribute lines parsed and errors raised the same, as the line parser makes."""
     payload_start = 0
-    for start, attributes_end, run_end, payload_end in records.tolist():
+    parsed = _plain_attribute_fields(data, records)
+    for (start, attributes_end, run_end, payload_end), fields in zip(records.tolist(), parsed):
         offset = base_offset + start
-        fields = _attribute_block(data[start:attributes_end], source, index, offset)
+        if fields is None:  # a line the C reader leaves to the line parser, which raises its error
+            fields = _attribute_block(data[start:attributes_end], source, index, offset)
         payload = decoded[payload_start:payload_end].tobytes()
         payload_start = payload_end
         yield mq_message(mqmd_of_fields(fields), payload, source, index, offset, base_offset + run_end)
