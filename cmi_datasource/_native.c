@@ -427,7 +427,9 @@ enum { ATTRIBUTE_INT, ATTRIBUTE_HEX, ATTRIBUTE_TEXT, ATTRIBUTE_CHARACTERS };
 #define MQLONG_LIMIT 2147483648LL
 
 /* One row of dmpmqmsg._ATTRIBUTE_TABLE (made from the field table mqmd.FIELDS_BY_DUMP_CODE):
-   (code, field name, kind, size, default); borrowed from the table, which the call holds. */
+   (code, field name, kind, size, default); borrowed from the table, which the call holds. And the
+   value the code's last line gave (a reference held), given again to the next line that reads
+   the same: the records of a dump repeat most lines, whose values are then made once a call. */
 typedef struct {
     const char *code;
     PyObject *name;
@@ -435,6 +437,9 @@ typedef struct {
     Py_ssize_t size;
     PyObject *fallback;  /* the default: the value itself when a line gives it (shared, not copied) */
     const uint8_t *fallback_bytes;  /* its bytes (hex, characters) or latin-1 text; NULL for numbers */
+    PyObject *last;
+    long long last_number;
+    uint8_t last_raw[ATTRIBUTE_SIZE_MAX];
 } AttributeCode;
 
 /* Python's bytes.strip() whitespace */
@@ -466,6 +471,7 @@ attribute_codes(PyObject *table, AttributeCode *codes)
         a->size = PyLong_AsSsize_t(PyTuple_GET_ITEM(row, 3));
         a->fallback = PyTuple_GET_ITEM(row, 4);
         a->fallback_bytes = NULL;
+        a->last = NULL;
         if (PyErr_Occurred() || a->kind < ATTRIBUTE_INT || a->kind > ATTRIBUTE_CHARACTERS || a->size < 1
             || a->size > ATTRIBUTE_SIZE_MAX)
             goto bad;
@@ -497,20 +503,19 @@ enum { LINE_PARSED, LINE_VALUELESS, LINE_DECLINED, LINE_FAILED };
    (MemoryError). A number is [-]digits, hex an even run of digits with no blanks, characters
    at most their size or blanks after it. */
 static int
-attribute_line(const uint8_t *t, Py_ssize_t p, Py_ssize_t e, const AttributeCode *codes, Py_ssize_t n,
-               const AttributeCode **found, PyObject **value)
+attribute_line(const uint8_t *t, Py_ssize_t p, Py_ssize_t e, AttributeCode *codes, Py_ssize_t n,
+               Py_ssize_t *next, const AttributeCode **found, PyObject **value)
 {
     if (e - p < 5)
         return LINE_DECLINED;
-    const AttributeCode *a = NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (memcmp(codes[i].code, t + p + 2, 3) == 0) {
-            a = &codes[i];
-            break;
-        }
-    }
-    if (a == NULL)
+    /* dmpmqmsg writes the codes in the table's order: the row after the last line's, first */
+    Py_ssize_t i = *next < n && memcmp(codes[*next].code, t + p + 2, 3) == 0 ? *next : 0;
+    while (i < n && memcmp(codes[i].code, t + p + 2, 3) != 0)
+        i++;
+    if (i == n)
         return LINE_DECLINED;
+    *next = i + 1;
+    AttributeCode *a = &codes[i];
     if (e - p < 7)
         return LINE_VALUELESS;
     *found = a;
@@ -529,8 +534,16 @@ attribute_line(const uint8_t *t, Py_ssize_t p, Py_ssize_t e, const AttributeCode
         }
         if (number > MQLONG_LIMIT - !negative)
             return LINE_DECLINED;
-        *value = PyLong_FromLongLong(negative ? -number : number);
-        return *value == NULL ? LINE_FAILED : LINE_PARSED;
+        number = negative ? -number : number;
+        if (a->last == NULL || number != a->last_number) {
+            Py_XSETREF(a->last, PyLong_FromLongLong(number));
+            if (a->last == NULL)
+                return LINE_FAILED;
+            a->last_number = number;
+        }
+        Py_INCREF(a->last);
+        *value = a->last;
+        return LINE_PARSED;
     }
     uint8_t raw[ATTRIBUTE_SIZE_MAX];
     if (a->kind == ATTRIBUTE_HEX) {
@@ -554,32 +567,40 @@ attribute_line(const uint8_t *t, Py_ssize_t p, Py_ssize_t e, const AttributeCode
         memcpy(raw, v, (size_t)kept);
         memset(raw + kept, ' ', (size_t)(size - kept));
     }
-    if (memcmp(raw, a->fallback_bytes, (size_t)size) == 0) {
-        Py_INCREF(a->fallback);
-        *value = a->fallback;
-    } else if (a->kind == ATTRIBUTE_TEXT) {
-        *value = PyUnicode_DecodeLatin1((const char *)raw, size, NULL);
-    } else {
-        *value = PyBytes_FromStringAndSize((const char *)raw, size);
+    if (a->last == NULL || memcmp(raw, a->last_raw, (size_t)size) != 0) {
+        if (memcmp(raw, a->fallback_bytes, (size_t)size) == 0) {
+            Py_INCREF(a->fallback);
+            Py_XSETREF(a->last, a->fallback);
+        } else if (a->kind == ATTRIBUTE_TEXT) {
+            Py_XSETREF(a->last, PyUnicode_DecodeLatin1((const char *)raw, size, NULL));
+        } else {
+            Py_XSETREF(a->last, PyBytes_FromStringAndSize((const char *)raw, size));
+        }
+        if (a->last == NULL)
+            return LINE_FAILED;
+        memcpy(a->last_raw, raw, (size_t)size);
     }
-    return *value == NULL ? LINE_FAILED : LINE_PARSED;
+    Py_INCREF(a->last);
+    *value = a->last;
+    return LINE_PARSED;
 }
 
 /* The fields of the attribute block t[start:end] (its lines "A ..." apart by LFs), as
    dmpmqmsg._attribute_block gives them; Py_None when a line is not in the well-formed case;
    NULL with an exception set. */
 static PyObject *
-attribute_block_fields(const uint8_t *t, Py_ssize_t start, Py_ssize_t end, const AttributeCode *codes,
+attribute_block_fields(const uint8_t *t, Py_ssize_t start, Py_ssize_t end, AttributeCode *codes,
                        Py_ssize_t n)
 {
     PyObject *fields = PyDict_New();
     if (fields == NULL)
         return NULL;
+    Py_ssize_t next = 0;
     for (Py_ssize_t p = start; p <= end;) {
         Py_ssize_t e = line_end(t, p, end);
         const AttributeCode *a = NULL;
         PyObject *value = NULL;
-        int outcome = attribute_line(t, p, e, codes, n, &a, &value);
+        int outcome = attribute_line(t, p, e, codes, n, &next, &a, &value);
         if (outcome == LINE_PARSED) {
             int failed = PyDict_SetItem(fields, a->name, value) < 0;
             Py_DECREF(value);
@@ -642,6 +663,8 @@ attribute_fields(PyObject *self, PyObject *args)
             PyList_SET_ITEM(result, i, fields);
     }
     release(v, 2);
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(codes[i].last);
     return result;
 }
 
