@@ -79,7 +79,7 @@ def make_table(n: int) -> pa.Table:
 
 def twinned_kernels():
     """The kernels that run in C when the C kernels are built (none in checkouts before them)."""
-    kernels = [dump_spans._decode_spans, hex_lines.x_run, strings._trim_and_gather, strings._first_ill_formed,
+    kernels = [dump_spans._decode_spans, hex_lines.x_run, strings._trim_and_gather,
                sas_numbers._gather_fields, sas_dataset._sas_to_arrow_time]
     return [k for k in kernels if getattr(k, "native_function", lambda: None)() is not None]
 

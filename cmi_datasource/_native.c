@@ -16,6 +16,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* ---- buffers --------------------------------------------------------------------------- */
 
@@ -806,17 +809,158 @@ decode_spans(PyObject *self, PyObject *args)
 
 /* ---- character fields (arrow/strings.py) -------------------------------------------------- */
 
+/* UTF-8 as a shift DFA (Unicode table 3-7, as strings._UTF8_LEAD_BYTES): a state is a bit offset,
+   and the state after byte b in state s is (utf8_dfa[b] >> s) & 63. One shift and one mask a byte
+   and no branch, so a value's non-ASCII characters cost no mispredicted branches. REJECT keeps. */
+enum {
+    UTF8_ACCEPT = 0, UTF8_REJECT = 6, UTF8_ONE_MORE = 12, UTF8_TWO_MORE = 18, UTF8_THREE_MORE = 24,
+    UTF8_AFTER_E0 = 30, UTF8_AFTER_ED = 36, UTF8_AFTER_F0 = 42, UTF8_AFTER_F4 = 48
+};
+static uint64_t utf8_dfa[256];
+
+static int
+utf8_next(int state, int b)
+{
+    int continuation = b >= 0x80 && b <= 0xBF;
+    switch (state) {
+    case UTF8_ACCEPT:
+        if (b < 0x80)
+            return UTF8_ACCEPT;
+        if (b >= 0xC2 && b <= 0xDF)
+            return UTF8_ONE_MORE;
+        if (b == 0xE0)
+            return UTF8_AFTER_E0;
+        if (b == 0xED)
+            return UTF8_AFTER_ED;
+        if (b >= 0xE1 && b <= 0xEF)
+            return UTF8_TWO_MORE;
+        if (b == 0xF0)
+            return UTF8_AFTER_F0;
+        if (b == 0xF4)
+            return UTF8_AFTER_F4;
+        if (b >= 0xF1 && b <= 0xF3)
+            return UTF8_THREE_MORE;
+        return UTF8_REJECT;
+    case UTF8_ONE_MORE: return continuation ? UTF8_ACCEPT : UTF8_REJECT;
+    case UTF8_TWO_MORE: return continuation ? UTF8_ONE_MORE : UTF8_REJECT;
+    case UTF8_THREE_MORE: return continuation ? UTF8_TWO_MORE : UTF8_REJECT;
+    case UTF8_AFTER_E0: return b >= 0xA0 && b <= 0xBF ? UTF8_ONE_MORE : UTF8_REJECT;
+    case UTF8_AFTER_ED: return b >= 0x80 && b <= 0x9F ? UTF8_ONE_MORE : UTF8_REJECT;
+    case UTF8_AFTER_F0: return b >= 0x90 && b <= 0xBF ? UTF8_TWO_MORE : UTF8_REJECT;
+    case UTF8_AFTER_F4: return b >= 0x80 && b <= 0x8F ? UTF8_TWO_MORE : UTF8_REJECT;
+    default: return UTF8_REJECT;
+    }
+}
+
+static void
+make_utf8_dfa(void)
+{
+    for (int b = 0; b < 256; b++) {
+        uint64_t row = 0;
+        for (int state = UTF8_ACCEPT; state <= UTF8_AFTER_F4; state += 6)
+            row |= (uint64_t)utf8_next(state, b) << state;
+        utf8_dfa[b] = row;
+    }
+}
+
+#define HIGH_BITS 0x8080808080808080ULL
+#define LOW_BITS 0x7F7F7F7F7F7F7F7FULL
+
+static inline uint64_t
+load_word(const uint8_t *at)
+{
+    uint64_t word;
+    memcpy(&word, at, 8);
+    return word;
+}
+
+/* Whether data[0:n] is well-formed UTF-8 (strings._well_formed_utf8), by the DFA. The state's bits
+   past the low 6 are left as they come: x86's shift uses only the low 6 bits of its count, so
+   ``& 63`` costs no instruction and a byte one shift (Per Vognsen's shift DFA). */
+static inline int
+well_formed_text(const uint8_t *data, Py_ssize_t n)
+{
+    uint64_t state = UTF8_ACCEPT;
+    Py_ssize_t k = 0;
+    for (; k < n; k++)
+        state = utf8_dfa[data[k]] >> (state & 63);
+    return (state & 63) == UTF8_ACCEPT;
+}
+
+#if defined(__SSE2__)
+#define SHORT_TEXT 64
+
+/* Whether at[0:n] (n <= SHORT_TEXT) is well-formed UTF-8, reading at[0:16 * chunks] (chunks * 16 >= n).
+   Text of ASCII and 2-byte characters, most text in Latin scripts, is decided without a branch
+   on its bytes: one bit a byte for the bytes >= 0x80, the continuation bytes (0x80-0xBF) and
+   the leads of 2-byte characters (0xC2-0xDF; 0xC0 and 0xC1 only start overlong forms). It is
+   well formed when every byte >= 0x80 is one of the two and each lead is followed by a
+   continuation byte and each continuation byte follows a lead. Anything else (3- and 4-byte
+   characters, errors) goes through the DFA. */
+static inline int
+well_formed_short(const uint8_t *at, Py_ssize_t n, Py_ssize_t chunks)
+{
+    uint64_t high = 0, continuation = 0, lead = 0;
+    const __m128i below_lead = _mm_set1_epi8(-64), above_c1 = _mm_set1_epi8(-63), below_e0 = _mm_set1_epi8(-32);
+    for (Py_ssize_t s = 0; s < chunks; s++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(at + 16 * s));  /* bytes as signed: 0x80 is -128 */
+        high |= (uint64_t)(uint32_t)_mm_movemask_epi8(x) << (16 * s);
+        continuation |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmplt_epi8(x, below_lead)) << (16 * s);
+        lead |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(x, above_c1),
+                                                                    _mm_cmplt_epi8(x, below_e0))) << (16 * s);
+    }
+    uint64_t value = n == 64 ? ~0ULL : (1ULL << n) - 1;
+    high &= value;
+    if (!high)
+        return 1;
+    continuation &= value;
+    lead &= value;
+    if (high == (continuation | lead) && (lead << 1) == continuation && !((lead >> (n - 1)) & 1))
+        return 1;
+    return well_formed_text(at, n);
+}
+#endif
+
+/* at[0:width] without its trailing blanks and NULs: its length. From the end, 8 bytes compared at
+   a time (``blanks``: the blank in every byte); the last byte kept is the highest byte of the
+   word that is neither. */
+static inline Py_ssize_t
+kept_length(const uint8_t *at, Py_ssize_t width, int blank, uint64_t blanks)
+{
+    Py_ssize_t n = width;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; n >= 8; n -= 8) {
+        uint64_t word = load_word(at + n - 8), other = word ^ blanks;
+        /* 0x80 in each byte that is not 0 (exact: no carry crosses a byte) */
+        uint64_t not_nul = (((word & LOW_BITS) + LOW_BITS) | word) & HIGH_BITS;
+        uint64_t not_blank = (((other & LOW_BITS) + LOW_BITS) | other) & HIGH_BITS;
+        uint64_t kept = not_nul & not_blank;
+        if (kept)
+            return n - 8 + (63 - __builtin_clzll(kept)) / 8 + 1;
+    }
+#endif
+    while (n > 0 && (at[n - 1] == blank || at[n - 1] == 0))
+        n--;
+    return n;
+}
+
 /* strings._trim_and_gather's loops, the arrays apart (restrict: the compiler need not reload the
    field table after each byte written). */
 FOR_THIS_MACHINE static void
 trim_and_gather_rows(const uint8_t *restrict flat, Py_ssize_t stride, Py_ssize_t count,
                      const int64_t *restrict offsets, const int64_t *restrict widths, Py_ssize_t fields, int blank,
                      const uint8_t *restrict utf8_bytes, Py_ssize_t table_width,
-                     const int64_t *restrict utf8_length, int64_t *restrict ends, Py_ssize_t ends_width,
-                     uint8_t *restrict out, const int64_t *restrict regions)
+                     const int64_t *restrict utf8_length, int check_utf8, int64_t *restrict ends,
+                     Py_ssize_t ends_width, uint8_t *restrict out, const int64_t *restrict regions,
+                     int64_t *restrict bad_rows)
 {
-    for (Py_ssize_t j = 0; j < fields; j++)
+    /* A blank outside 0-255 matches no byte: only NULs are trimmed, as by a NUL blank. */
+    uint64_t blanks = blank >= 0 && blank < 256 ? (uint64_t)blank * 0x0101010101010101ULL : 0;
+    for (Py_ssize_t j = 0; j < fields; j++) {
         ends[j * ends_width] = 0;
+        bad_rows[j] = -1;
+    }
+    Py_ssize_t rows_length = count * stride;  /* what the fast UTF-8 check may read past a field */
     for (Py_ssize_t i = 0; i < count; i++) {
         const uint8_t *row = flat + i * stride;
         for (Py_ssize_t j = 0; j < fields; j++) {
@@ -824,11 +968,9 @@ trim_and_gather_rows(const uint8_t *restrict flat, Py_ssize_t stride, Py_ssize_t
             Py_ssize_t width = widths[j];
             int64_t *field_ends = ends + j * ends_width;
             uint8_t *start = out + regions[j];
-            uint8_t *end = start + field_ends[i];
+            uint8_t *value = start + field_ends[i], *end = value;
+            Py_ssize_t n = kept_length(at, width, blank, blanks);
             if (utf8_bytes != NULL) {
-                Py_ssize_t n = width;
-                while (n > 0 && (at[n - 1] == blank || at[n - 1] == 0))
-                    n--;
                 for (Py_ssize_t k = 0; k < n; k++) {
                     uint8_t b = at[k];
                     int64_t size = utf8_length[b];
@@ -837,13 +979,23 @@ trim_and_gather_rows(const uint8_t *restrict flat, Py_ssize_t stride, Py_ssize_t
                     end += size;
                 }
             } else {
-                /* The whole field copied (the blanks past the value are overwritten by the next one),
-                   then its end found from the back. */
+                /* The whole field copied (the blanks past the value are overwritten by the next one). */
                 memcpy(end, at, (size_t)width);
-                Py_ssize_t kept = width;
-                while (kept > 0 && (at[kept - 1] == blank || at[kept - 1] == 0))
-                    kept--;
-                end += kept;
+                end += n;
+            }
+            /* Checked while the value is in the cache: no second pass. Untranslated, it is read where it
+               came from (a byte load from what memcpy has just stored would wait for the store). */
+            if (check_utf8 && bad_rows[j] < 0) {
+                int well_formed;
+#if defined(__SSE2__)
+                Py_ssize_t chunks = (width + 15) / 16;
+                if (utf8_bytes == NULL && width <= SHORT_TEXT && (at - flat) + 16 * chunks <= rows_length)
+                    well_formed = well_formed_short(at, n, chunks);
+                else
+#endif
+                    well_formed = utf8_bytes == NULL ? well_formed_text(at, n) : well_formed_text(value, end - value);
+                if (!well_formed)
+                    bad_rows[j] = i;
             }
             field_ends[i + 1] = end - start;
         }
@@ -853,28 +1005,29 @@ trim_and_gather_rows(const uint8_t *restrict flat, Py_ssize_t stride, Py_ssize_t
 static PyObject *
 trim_and_gather(PyObject *self, PyObject *args)
 {
-    PyObject *objs[8];
+    PyObject *objs[9];
     Py_ssize_t stride, count, blank;
-    if (!PyArg_ParseTuple(args, "OnnOOnOOOOO:trim_and_gather", &objs[0], &stride, &count, &objs[1], &objs[2],
-                          &blank, &objs[3], &objs[4], &objs[5], &objs[6], &objs[7]))
+    int check_utf8;
+    if (!PyArg_ParseTuple(args, "OnnOOnOOpOOOO:trim_and_gather", &objs[0], &stride, &count, &objs[1], &objs[2],
+                          &blank, &objs[3], &objs[4], &check_utf8, &objs[5], &objs[6], &objs[7], &objs[8]))
         return NULL;
-    static const ArraySpec specs[8] = {
+    static const ArraySpec specs[9] = {
         {"flat", ANY_UINT, 1, 0, 0}, {"offsets", ANY_INT, 8, 1, 0}, {"widths", ANY_INT, 8, 1, 0},
         {"utf8_bytes", ANY_UINT, 1, 2, 0}, {"utf8_length", ANY_INT, 8, 1, 0}, {"ends", ANY_INT, 8, 2, 1},
-        {"out", ANY_UINT, 1, 0, 1}, {"regions", ANY_INT, 8, 1, 0},
+        {"out", ANY_UINT, 1, 0, 1}, {"regions", ANY_INT, 8, 1, 0}, {"bad_rows", ANY_INT, 8, 1, 1},
     };
-    Py_buffer v[8];
-    if (take_all(objs, v, specs, 8) < 0)
+    Py_buffer v[9];
+    if (take_all(objs, v, specs, 9) < 0)
         return NULL;
     const uint8_t *flat = v[0].buf, *utf8_bytes = v[3].buf;
     const int64_t *offsets = v[1].buf, *widths = v[2].buf, *utf8_length = v[4].buf, *regions = v[7].buf;
-    int64_t *ends = v[5].buf;
+    int64_t *ends = v[5].buf, *bad_rows = v[8].buf;
     uint8_t *out = v[6].buf;
     Py_ssize_t fields = items(&v[1]), table_width = columns_of(&v[3]), ends_width = columns_of(&v[5]);
     int translate = items(&v[4]) > 0;
     const char *problem = NULL;
-    if (items(&v[2]) != fields || rows_of(&v[5]) < fields || items(&v[7]) < fields || count < 0 || stride < 0
-        || ends_width < count + 1 || (count && stride > v[0].len / count))
+    if (items(&v[2]) != fields || rows_of(&v[5]) < fields || items(&v[7]) < fields || items(&v[8]) < fields
+        || count < 0 || stride < 0 || ends_width < count + 1 || (count && stride > v[0].len / count))
         problem = "sizes do not match";
     else if (translate && (items(&v[4]) < 256 || rows_of(&v[3]) < 256))
         problem = "the code page table has fewer than 256 entries";
@@ -889,78 +1042,15 @@ trim_and_gather(PyObject *self, PyObject *args)
             problem = "a field lies outside the rows or its region outside out";
     }
     if (problem) {
-        release(v, 8);
+        release(v, 9);
         return PyErr_Format(PyExc_ValueError, "trim_and_gather: %s", problem);
     }
     Py_BEGIN_ALLOW_THREADS
     trim_and_gather_rows(flat, stride, count, offsets, widths, fields, (int)blank, translate ? utf8_bytes : NULL,
-                         table_width, utf8_length, ends, ends_width, out, regions);
+                         table_width, utf8_length, check_utf8, ends, ends_width, out, regions, bad_rows);
     Py_END_ALLOW_THREADS
-    release(v, 8);
+    release(v, 9);
     Py_RETURN_NONE;
-}
-
-/* strings._well_formed_utf8: whether data[0:n] is well-formed UTF-8 (Unicode table 3-7). */
-static int
-well_formed_utf8(const uint8_t *data, Py_ssize_t n, const uint8_t *lead_bytes)
-{
-    Py_ssize_t k = 0;
-    while (k < n) {
-        uint8_t b = data[k];
-        if (b < 0x80) {
-            k++;
-            continue;
-        }
-        Py_ssize_t follow = lead_bytes[3 * b];
-        if (follow == 0 || k + follow >= n)
-            return 0;
-        uint8_t second = data[k + 1];
-        if (second < lead_bytes[3 * b + 1] || second > lead_bytes[3 * b + 2])
-            return 0;
-        for (Py_ssize_t m = 2; m <= follow; m++) {
-            uint8_t c = data[k + m];
-            if (c < 0x80 || c > 0xBF)
-                return 0;
-        }
-        k += follow + 1;
-    }
-    return 1;
-}
-
-static PyObject *
-first_ill_formed(PyObject *self, PyObject *args)
-{
-    PyObject *objs[3];
-    if (!PyArg_ParseTuple(args, "OOO:first_ill_formed", &objs[0], &objs[1], &objs[2]))
-        return NULL;
-    static const ArraySpec specs[3] = {
-        {"data", ANY_UINT, 1, 0, 0}, {"ends", ANY_INT, 8, 1, 0}, {"lead_bytes", ANY_UINT, 1, 2, 0},
-    };
-    Py_buffer v[3];
-    if (take_all(objs, v, specs, 3) < 0)
-        return NULL;
-    const uint8_t *data = v[0].buf, *lead_bytes = v[2].buf;
-    const int64_t *ends = v[1].buf;
-    Py_ssize_t values = items(&v[1]) - 1;
-    const char *problem = rows_of(&v[2]) < 256 || columns_of(&v[2]) != 3 ? "lead_bytes must be 256 x 3" : NULL;
-    for (Py_ssize_t i = 0; !problem && i < values; i++)
-        if (ends[i] < 0 || ends[i + 1] < ends[i] || ends[i + 1] > v[0].len)
-            problem = "ends must rise inside data";
-    if (problem) {
-        release(v, 3);
-        return PyErr_Format(PyExc_ValueError, "first_ill_formed: %s", problem);
-    }
-    Py_ssize_t found = -1;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < values; i++) {
-        if (!well_formed_utf8(data + ends[i], ends[i + 1] - ends[i], lead_bytes)) {
-            found = i;
-            break;
-        }
-    }
-    Py_END_ALLOW_THREADS
-    release(v, 3);
-    return PyLong_FromSsize_t(found);
 }
 
 /* ---- SAS numbers (payload/sas_numbers.py) -------------------------------------------------- */
@@ -1687,7 +1777,6 @@ static PyMethodDef methods[] = {
     {"attribute_fields", attribute_fields, METH_VARARGS, "dmpmqmsg._plain_attribute_fields"},
     {"decode_spans", decode_spans, METH_VARARGS, "dump_spans._decode_spans"},
     {"trim_and_gather", trim_and_gather, METH_VARARGS, "strings._trim_and_gather"},
-    {"first_ill_formed", first_ill_formed, METH_VARARGS, "strings._first_ill_formed"},
     {"gather_fields", gather_fields, METH_VARARGS, "sas_numbers._gather_fields"},
     {"sas_to_arrow_time", sas_to_arrow_time, METH_VARARGS, "sas_dataset._sas_to_arrow_time"},
     {"ato_rows", ato_rows, METH_VARARGS, "tibrv.observations._ato_rows"},
@@ -1706,5 +1795,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__native(void)
 {
+    make_utf8_dfa();
     return PyModule_Create(&module);
 }

@@ -280,7 +280,16 @@ def row_material() -> Tuple[bytes, ...]:
     """Rows of observations and character values: every byte value, UTF-8 of several scripts (cut
     characters included), EBCDIC and ASCII text of the samples."""
     return (bytes(range(256)) * 2, "Zürich, 東京, Ωmega and a cut \xe9 \U0001F600".encode() * 9,
-            "naïve".encode("cp037") * 40, dump_material()[1][:3000])
+            "naïve".encode("cp037") * 40, dump_material()[1][:3000], ILL_FORMED_UTF8 * 4)
+
+
+# Text of ASCII and 2-byte characters (what the C check decides without its DFA) between ill-formed
+# UTF-8 of every kind: overlong forms, surrogates, code points past U+10FFFF, bytes never used,
+# continuation bytes alone, characters cut by a blank, a NUL or a value's end.
+ILL_FORMED_UTF8 = b"".join([
+    "Straße über naïve".encode(), b"\xc0\xaf", "Zürich ".encode(), b"\xe0\x80\x80", b"\xed\xa0\x80 ",
+    "déjà vu".encode(), b"\xf4\x90\x80\x80", b"\xf0\x8f\xbf\xbf", b"\xff\xfe", b"\x80 \xbf", "é".encode() * 20,
+    b"\xc3 ", b"\xe2\x82 ", b"\xf0\x9f\x98\x00", "€😀東".encode(), b"\xc3"])
 
 
 @functools.lru_cache(maxsize=None)
@@ -488,7 +497,8 @@ def _table(p: Parameters):
 
 
 def check_trim_and_gather(p: Parameters, data: bytes) -> None:
-    flat, stride, count = _rows(p, data, 30)
+    # Fields up to 90 bytes: the C check of UTF-8 takes up to 64 bytes in 16-byte blocks, longer by its DFA.
+    flat, stride, count = _rows(p, data, 90)
     utf8_bytes, utf8_length, blank, columns = _table(p)
     if p.chance(1):
         blank = p.choice((-1, 256, 0, 32, 64, 300))
@@ -496,7 +506,7 @@ def check_trim_and_gather(p: Parameters, data: bytes) -> None:
     if p.chance(5) and 0 <= blank < 256:  # blanks and NULs: what trimming looks at
         flat[flat % 3 == 0] = blank
         flat[flat % 7 == 1] = 0
-    offsets, widths = _fields(p, stride, 30)
+    offsets, widths = _fields(p, stride, 90)
     room = columns if len(utf8_length) else 1
     sizes = count * widths * room
     regions = np.concatenate([[0], np.cumsum(sizes)])[:-1].astype(np.int64) if len(sizes) else np.zeros(0, np.int64)
@@ -506,14 +516,23 @@ def check_trim_and_gather(p: Parameters, data: bytes) -> None:
                            np.int64)
     out_size = int(max((regions + sizes).max(), 0)) + extra if len(regions) else extra
     ends = np.full((len(offsets) + p.integer(0, 1), count + 1 + p.integer(0, 2)), -1, np.int64)
-    args = [placed(flat, p.integer(0, 7)), stride, count, offsets, widths, blank, utf8_bytes, utf8_length, ends,
-            np.full(out_size, 0xEE, np.uint8), regions]
+    check_utf8 = p.chance(6)
+    bad_rows = np.full(len(offsets) + p.integer(0, 1), 7, np.int64)
+    args = [placed(flat, p.integer(0, 7)), stride, count, offsets, widths, blank, utf8_bytes, utf8_length, check_utf8,
+            ends, np.full(out_size, 0xEE, np.uint8), regions, placed(bad_rows, odd_offset(p))]
     same(strings._trim_and_gather, args, "trim_and_gather")
+    if check_utf8 and not len(utf8_length) and not misaligned(args):  # and Python's strict decoder agrees
+        found = np.frombuffer(reference(strings._trim_and_gather, args)[1][-1], np.int64)[:len(offsets)]
+        expected = _first_ill_formed_rows(flat, stride, count, offsets, widths, blank)
+        if not np.array_equal(found, expected):
+            raise KernelMismatch("trim_and_gather", "differs from Python's UTF-8 decoder",
+                                 f"{found.tolist()} != {expected}")
     if p.chance(2) and len(offsets):
         j = p.integer(0, len(offsets) - 1)
         wrongs = [("a field past the row", 4, changed(widths, j, stride - offsets[j] + 1)),
-                  ("a region past out", 10, changed(regions, j, out_size - sizes[j] + 1)),
-                  ("ends too narrow", 8, np.zeros((len(offsets), count), np.int64))]
+                  ("a region past out", 11, changed(regions, j, out_size - sizes[j] + 1)),
+                  ("ends too narrow", 9, np.zeros((len(offsets), count), np.int64)),
+                  ("a bad row too few", 12, np.zeros(len(offsets) - 1, np.int64))]
         if len(utf8_length):
             wrongs.append(("a code page entry longer than its table", 7,
                            changed(utf8_length, p.integer(0, 255), utf8_bytes.shape[1] + 1)))
@@ -522,40 +541,22 @@ def check_trim_and_gather(p: Parameters, data: bytes) -> None:
         one_refused(p, strings._trim_and_gather, args, "trim_and_gather", wrongs)
 
 
-# -- UTF-8 values ------------------------------------------------------------------------------------
-
-
-def check_first_ill_formed(p: Parameters, data: bytes) -> None:
-    data = on_material(p, data, row_material())
-    cuts = sorted(p.integer(0, 1 << 16) % (len(data) + 1) for _ in range(p.integer(0, 12)))
-    ends = np.array([0] + cuts + [len(data)], np.int64)
-    if p.chance(1):
-        ends = ends[1:]  # values need not start at 0
-    table = strings._UTF8_LEAD_BYTES
-    standard = not p.chance(1)
-    if not standard:  # any table: the kernel must stay inside data whatever the lead bytes say
-        table = table.copy()
-        for _ in range(p.integer(1, 8)):
-            table[p.integer(0, 255), p.integer(0, 2)] = p.integer(0, 255)
-    values = placed(np.frombuffer(data, np.uint8), p.integer(0, 7))
-    found = same(strings._first_ill_formed, [values, placed(ends, odd_offset(p)), table],
-                 "first_ill_formed")
-    if standard:  # and Python's strict decoder agrees
-        expected = -1
-        for i in range(len(ends) - 1):
+def _first_ill_formed_rows(flat: np.ndarray, stride: int, count: int, offsets: np.ndarray, widths: np.ndarray,
+                           blank: int) -> List[int]:
+    """For each field, the first row whose value (trailing blanks and NULs trimmed) Python's strict
+    UTF-8 decoder refuses, or -1."""
+    trimmed = bytes([blank, 0]) if 0 <= blank < 256 else b"\0"
+    found = []
+    for at, width in zip(offsets.tolist(), widths.tolist()):
+        row = -1
+        for r in range(count):
             try:
-                data[ends[i]:ends[i + 1]].decode("utf-8")
+                flat[r * stride + at:r * stride + at + width].tobytes().rstrip(trimmed).decode("utf-8")
             except UnicodeDecodeError:
-                expected = i
+                row = r
                 break
-        if found != expected:
-            raise KernelMismatch("first_ill_formed", "differs from Python's UTF-8 decoder", f"{found} != {expected}")
-    if p.chance(1) and len(ends) > 1:
-        bad = ends.copy()
-        which = p.integer(0, 2)
-        bad[p.integer(0, len(bad) - 1)] = (len(data) + 1, -1, 1 << 62)[which]
-        if (bad[:-1] > bad[1:]).any() or bad.min() < 0 or bad.max() > len(data):
-            refused(strings._first_ill_formed, [values, bad, table], "first_ill_formed", f"ends {bad.tolist()}")
+        found.append(row)
+    return found
 
 
 # -- dates and times ---------------------------------------------------------------------------------
@@ -901,7 +902,6 @@ KERNELS: Dict[str, Tuple[Kernel, Callable[[Parameters, bytes], None]]] = {
     "x_run": (hex_lines.x_run, check_x_run),
     "decode_spans": (dump_spans._decode_spans, check_decode_spans),
     "trim_and_gather": (strings._trim_and_gather, check_trim_and_gather),
-    "first_ill_formed": (strings._first_ill_formed, check_first_ill_formed),
     "gather_fields": (sas_numbers._gather_fields, check_gather_fields),
     "sas_to_arrow_time": (sas_dataset._sas_to_arrow_time, check_sas_to_arrow_time),
     "ato_rows": (observations._ato_rows, check_ato_rows),

@@ -2,9 +2,9 @@
 
 SAS character values are fixed-width and blank padded. Decoding (a compiled kernel,
 row by row) trims trailing blanks and NULs (the code page's own blank: 0x40 in
-EBCDIC), turns all-blank values into null (SAS's missing character value), and
+EBCDIC), turns all-blank values into null (SAS's missing character value),
 converts single-byte code pages to UTF-8 through the code page's byte -> UTF-8
-table. Encoding is vectorised with numpy.
+table and checks UTF-8 text in the same pass. Encoding is vectorised with numpy.
 """
 from __future__ import annotations
 
@@ -75,25 +75,29 @@ def _well_formed_utf8(data, at, n, lead_bytes):
 
 
 @kernel(native="trim_and_gather")
-def _trim_and_gather(flat, stride, count, offsets, widths, blank, utf8_bytes, utf8_length, ends, out, regions):
+def _trim_and_gather(flat, stride, count, offsets, widths, blank, utf8_bytes, utf8_length, check_utf8, ends, out,
+                     regions, bad_rows):
     """For each of ``count`` rows of ``stride`` bytes in ``flat`` and each field j (``widths[j]``
     bytes at ``offsets[j]``): the value without trailing blanks and NULs, appended to field j's
     region of ``out`` (from regions[j]); ends[j, row + 1] is where it ends, from the region start.
     With a code page table (``utf8_length`` not empty) each byte becomes its UTF-8 sequence.
-    Row by row, so each row is read from memory once. Bounds: the caller passes
-    offsets[j] + widths[j] <= stride, count * stride <= len(flat), and regions that hold
-    count * widths[j] bytes (4 times that with a table)."""
+    With ``check_utf8``, bad_rows[j] is the first row whose value of field j is not well-formed
+    UTF-8 (-1: none), checked as it is written. Row by row, so each row is read from memory once.
+    Bounds: the caller passes offsets[j] + widths[j] <= stride, count * stride <= len(flat),
+    regions that hold count * widths[j] bytes (4 times that with a table) and a bad row per field."""
     one = np.uint64(1)
     translate = utf8_length.shape[0] > 0
     for j in range(np.uint64(offsets.shape[0])):
         ends[j, 0] = 0
+        bad_rows[j] = -1
     for i in range(np.uint64(count)):
         row = i * np.uint64(stride)
         for j in range(np.uint64(offsets.shape[0])):
             at = row + np.uint64(offsets[j])
             width = np.uint64(widths[j])
             start = np.uint64(regions[j])
-            end = start + np.uint64(ends[j, i])
+            value = start + np.uint64(ends[j, i])
+            end = value
             if translate:
                 n = width
                 while n > 0 and (flat[at + n - one] == blank or flat[at + n - one] == 0):
@@ -114,37 +118,9 @@ def _trim_and_gather(flat, stride, count, offsets, widths, blank, utf8_bytes, ut
                     out[end + k] = c
                     kept = max(kept, np.uint64((c != blank) & (c != 0)) * (k + one))
                 end += kept
+            if check_utf8 and bad_rows[j] < 0 and not _well_formed_utf8(out, value, end - value, _UTF8_LEAD_BYTES):
+                bad_rows[j] = i
             ends[j, i + one] = end - start
-
-
-@kernel(native="first_ill_formed")
-def _first_ill_formed(data, ends, lead_bytes):
-    """The first value data[ends[i]:ends[i + 1]] that is not well-formed UTF-8, or -1."""
-    for i in range(ends.shape[0] - 1):
-        if not _well_formed_utf8(data, np.uint64(ends[i]), np.uint64(ends[i + 1] - ends[i]), lead_bytes):
-            return i
-    return -1
-
-
-def _first_invalid_utf8(data: np.ndarray, value_ends: np.ndarray) -> int:
-    """The first value that is not well-formed UTF-8, or -1. The values are checked as one text
-    by Arrow's validator (vectorised; a per-value check costs a mispredicted branch at each
-    non-ASCII character): they are all well formed exactly when their concatenation is and no
-    value starts inside a character, with a continuation byte 0x80-0xBF."""
-    if not len(data) or data.max() < 0x80:
-        return -1
-    starts = value_ends[:-1][value_ends[1:] > value_ends[:-1]]
-    whole = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, len(data)], dtype=np.int32)),
-                                                   pa.py_buffer(data)])
-    try:
-        # Full validation checks the UTF-8 (a cast would too, but importing pyarrow.compute for
-        # it costs every reading Spark worker 60 ms).
-        whole.validate(full=True)
-        if not ((data[starts] & 0xC0) == 0x80).any():
-            return -1
-    except pa.ArrowInvalid:
-        pass
-    return int(_first_ill_formed(data, value_ends, _UTF8_LEAD_BYTES))
 
 
 _NO_TABLE = (np.zeros((0, 4), dtype=np.uint8), np.zeros(0, dtype=np.int64))
@@ -173,9 +149,11 @@ def string_fields(rows: np.ndarray, codepage: CodePage, offsets: Sequence[int],
     regions = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     out = np.empty(int(regions[-1]), dtype=np.uint8)
     ends = np.empty((len(field_starts), count + 1), dtype=np.int64)
+    bad_rows = np.empty(len(field_starts), dtype=np.int64)
     table = _NO_TABLE if codepage.is_utf8 else (codepage.utf8_bytes, codepage.utf8_length)
+    # A single-byte code page's table makes well-formed UTF-8: only UTF-8 text is checked.
     _trim_and_gather(rows.reshape(-1), rows.shape[1], count, field_starts, field_widths, codepage.space,
-                     table[0], table[1], ends, out, regions)
+                     table[0], table[1], codepage.is_utf8, ends, out, regions, bad_rows)
     arrays = []
     for j in range(len(field_starts)):
         value_ends = ends[j]
@@ -185,7 +163,7 @@ def string_fields(rows: np.ndarray, codepage: CodePage, offsets: Sequence[int],
         valid = value_ends[1:] != value_ends[:-1]
         nulls = int(count - np.count_nonzero(valid))
         validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
-        bad_row = _first_invalid_utf8(data, value_ends) if codepage.is_utf8 else -1
+        bad_row = int(bad_rows[j])
         if bad_row >= 0:
             raise FieldUnicodeDecodeError(data[value_ends[bad_row]:value_ends[bad_row + 1]].tobytes(), bad_row, j)
         arrays.append(pa.StringArray.from_buffers(count, pa.py_buffer(value_ends.astype(np.int32)),

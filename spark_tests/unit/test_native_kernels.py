@@ -34,7 +34,7 @@ from cmi_datasource.transports.tibrv.wire import read_message
 from conftest import ROOT, SAMPLES
 
 NATIVE_KERNELS = {hex_lines.x_run: "x_run", dump_spans._decode_spans: "decode_spans",
-                  strings._trim_and_gather: "trim_and_gather", strings._first_ill_formed: "first_ill_formed",
+                  strings._trim_and_gather: "trim_and_gather",
                   sas_numbers._gather_fields: "gather_fields", sas_dataset._sas_to_arrow_time: "sas_to_arrow_time",
                   observations._ato_rows: "ato_rows", hex_lines._x_lines: "x_lines",
                   sas_numbers._put_high_bytes: "put_high_bytes", strings._put_padded: "put_padded"}
@@ -362,12 +362,14 @@ def test_the_c_kernels_refuse_buffers_too_small_or_of_another_type():
                                                      np.zeros((1, 1), bool))
     with pytest.raises(ValueError, match="outside"):
         strings._trim_and_gather.native_function()(np.zeros(8, np.uint8), 8, 1, np.array([0], np.int64),
-                                                   np.array([8], np.int64), 32, *strings._NO_TABLE,
+                                                   np.array([8], np.int64), 32, *strings._NO_TABLE, True,
                                                    np.zeros((1, 2), np.int64), np.zeros(7, np.uint8),
-                                                   np.array([0, 8], np.int64))
-    with pytest.raises(ValueError, match="rise inside"):
-        strings._first_ill_formed.native_function()(np.zeros(3, np.uint8), np.array([0, 4], np.int64),
-                                                    strings._UTF8_LEAD_BYTES)
+                                                   np.array([0, 8], np.int64), np.zeros(1, np.int64))
+    with pytest.raises(ValueError, match="sizes"):  # no bad row for the field
+        strings._trim_and_gather.native_function()(np.zeros(8, np.uint8), 8, 1, np.array([0], np.int64),
+                                                   np.array([8], np.int64), 32, *strings._NO_TABLE, True,
+                                                   np.zeros((1, 2), np.int64), np.zeros(8, np.uint8),
+                                                   np.array([0], np.int64), np.zeros(0, np.int64))
     with pytest.raises(TypeError, match="out"):
         sas_dataset._sas_to_arrow_time.native_function()(np.zeros(2), np.zeros(2, bool), 0, np.zeros(2))
 
@@ -401,9 +403,11 @@ def test_misaligned_arrays_are_refused_not_read():
     with pytest.raises(ValueError, match="values: the array is not aligned"):
         sas_dataset._sas_to_arrow_time.native_function()(_misaligned([1.0], np.float64), np.zeros(1, bool), 0,
                                                          np.zeros(1, np.int32))
-    with pytest.raises(ValueError, match="ends: the array is not aligned"):
-        strings._first_ill_formed.native_function()(np.zeros(3, np.uint8), _misaligned([0, 3], np.int64),
-                                                    strings._UTF8_LEAD_BYTES)
+    with pytest.raises(ValueError, match="bad_rows: the array is not aligned"):
+        strings._trim_and_gather.native_function()(np.zeros(8, np.uint8), 8, 1, np.array([0], np.int64),
+                                                   np.array([8], np.int64), 32, *strings._NO_TABLE, True,
+                                                   np.zeros((1, 2), np.int64), np.zeros(8, np.uint8),
+                                                   np.array([0], np.int64), _misaligned([0], np.int64))
     # One-byte items are aligned anywhere: a text at an odd address is read.
     odd_text = np.frombuffer(b"_A MST 8\nX 0A0B\n", np.uint8)[1:]
     _decode_spans_twins(odd_text.tobytes(), [(0, len(odd_text))], [0])
@@ -457,8 +461,8 @@ CODE_PAGES = (1208, 37, 819, 273, 1047)
 
 
 @settings(max_examples=200)
-@given(st.binary(max_size=300), st.integers(1, 30), st.sampled_from(CODE_PAGES), st.data())
-def test_character_fields_gather_alike(data, stride, ccsid, draw):
+@given(st.binary(max_size=300), st.integers(1, 30), st.sampled_from(CODE_PAGES), st.booleans(), st.data())
+def test_character_fields_gather_alike(data, stride, ccsid, check_utf8, draw):
     count = len(data) // stride
     # Blanks and NULs are what trimming looks at: make plenty of them.
     flat = np.frombuffer(data[:count * stride], np.uint8).copy()
@@ -474,28 +478,71 @@ def test_character_fields_gather_alike(data, stride, ccsid, draw):
     table = strings._NO_TABLE if codepage.is_utf8 else (codepage.utf8_bytes, codepage.utf8_length)
     ends = np.full((len(fields), count + 1), -1, np.int64)
     out = np.full(int(regions[-1]), 0xEE, np.uint8)
-    _same(strings._trim_and_gather, flat, stride, count, offsets, widths, codepage.space, table[0], table[1], ends,
-          out, regions)
+    _same(strings._trim_and_gather, flat, stride, count, offsets, widths, codepage.space, table[0], table[1],
+          check_utf8, ends, out, regions, np.full(len(fields), 7, np.int64))
+
+
+# Ill-formed UTF-8 of every kind, and characters that are not: a field's first bad row must be the
+# one Python's strict decoder refuses, wherever in the field (and in a 16-byte block) it lies.
+_UTF8_PIECES = [b"a", b" ", b"\x00", "é".encode(), "ß".encode(), "€".encode(), "東".encode(), "😀".encode(),
+                b"\xc2\x80", b"\xdf\xbf", b"\xe0\xa0\x80", b"\xed\x9f\xbf", b"\xef\xbf\xbf", b"\xf0\x90\x80\x80",
+                b"\xf4\x8f\xbf\xbf",  # the limits of each length, well formed
+                b"\xc0\xaf", b"\xc1\xbf", b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xf0\x8f\xbf\xbf",  # overlong
+                b"\xed\xa0\x80", b"\xed\xbf\xbf",  # surrogates
+                b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\xfe",  # past U+10FFFF, never bytes
+                b"\x80", b"\xbf",  # a continuation byte alone
+                b"\xc3", b"\xe2\x82", b"\xf0\x9f\x98", b"\xe2\x82 ", b"\xc3\x00"]  # cut short, by a blank or a NUL
+
+
+def _bad_rows_by_python(flat, stride, count, offsets, widths, blank):
+    bad = []
+    for at, width in zip(offsets, widths):
+        rows = [bytes(flat[r * stride + at:r * stride + at + width]).rstrip(bytes([blank, 0])) for r in range(count)]
+        bad.append(next((r for r, v in enumerate(rows) if not _decodes(v)), -1))
+    return bad
+
+
+def _decodes(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 @settings(max_examples=300)
-@given(st.lists(st.one_of(st.text(max_size=6).map(lambda t: t.encode()), st.binary(max_size=6)), max_size=12))
-@example([b"ok", b"\xe0\x80\x80"])  # overlong
-@example([b"\xed\xa0\x80"])  # a surrogate
-@example([b"\xf4\x90\x80\x80", b"a"])  # past U+10FFFF
-@example([b"\xc3", b"\xa9"])  # a character cut between two values
-def test_utf8_values_are_checked_alike(values):
-    data = np.frombuffer(b"".join(values), np.uint8)
-    ends = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
-    found = _same(strings._first_ill_formed, data, ends, strings._UTF8_LEAD_BYTES)
-    expected = -1
-    for i, v in enumerate(values):
-        try:
-            v.decode("utf-8")
-        except UnicodeDecodeError:
-            expected = i
-            break
-    assert found == expected
+@given(st.lists(st.lists(st.sampled_from(_UTF8_PIECES), max_size=30).map(b"".join), min_size=1, max_size=14),
+       st.lists(st.sampled_from([1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 47, 63, 64, 65, 100]), min_size=1, max_size=3),
+       st.integers(0, 20))
+@example([b"ok", "naïve".encode(), b"a\xc3"], [3], 0)  # a lead byte at the field's end
+@example(["Straße über".encode()] * 3 + [b"\xe0\x80\x80"], [63, 64, 65], 0)  # ASCII and 2-byte text, then overlong
+@example([b"\xed\xa0\x80", b"x"], [4, 20], 5)  # a surrogate
+@example(["é".encode() * 32, "é".encode() * 31 + b"a\xc3"], [64], 0)  # a lead byte as the 64th
+def test_utf8_of_character_fields_is_checked_as_pythons_decoder_does(values, widths, gap):
+    # Row r holds values r, r + 1, ... in fields of ``widths``, each value cut to its field and the
+    # rest blanks; ``gap`` bytes of lead and continuation bytes between the fields and at the row's
+    # end: the 16-byte blocks the check loads must not make the bytes past a value count.
+    offsets, at = [], gap
+    for width in widths:
+        offsets.append(at)
+        at += width + gap
+    stride = at
+    flat = np.resize(np.array([0xC3, 0xA9, 0x80, 0xE2], np.uint8), len(values) * stride)
+    for r in range(len(values)):
+        for j, (o, width) in enumerate(zip(offsets, widths)):
+            value = values[(r + j) % len(values)][:width]
+            flat[r * stride + o:r * stride + o + width] = list(value.ljust(width, b" "))
+    offsets, widths = np.array(offsets, np.int64), np.array(widths, np.int64)
+    count = len(values)
+    regions = np.concatenate([[0], np.cumsum(count * widths)]).astype(np.int64)
+    args = (flat, stride, count, offsets, widths, 0x20, *strings._NO_TABLE, True,
+            np.zeros((len(widths), count + 1), np.int64), np.zeros(int(regions[-1]), np.uint8), regions,
+            np.zeros(len(widths), np.int64))
+    _same(strings._trim_and_gather, *args)
+    bad_rows = args[-1].copy()
+    strings._trim_and_gather.native_function()(*args[:-1], bad_rows)
+    assert bad_rows.tolist() == _bad_rows_by_python(flat, stride, count, offsets, widths, 0x20)
+
 
 
 LIMITS = [sas_dataset.MIN_SAS_DAY, sas_dataset.MAX_SAS_DAY + 1, sas_dataset.MIN_SAS_DAY * 86400.0,
