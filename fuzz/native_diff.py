@@ -939,9 +939,9 @@ KERNELS: Dict[str, Tuple[Kernel, Callable[[Parameters, bytes], None]]] = {
     "sas_to_arrow_time": (sas_dataset._sas_to_arrow_time, check_sas_to_arrow_time),
     "ato_rows": (observations._ato_rows, check_ato_rows),
     "x_lines": (hex_lines._x_lines, check_x_lines),
-    "x_records": (hex_lines._x_records, check_x_records),
     "put_high_bytes": (sas_numbers._put_high_bytes, check_put_high_bytes),
     "put_padded": (strings._put_padded, check_put_padded),
+    "x_records": (hex_lines._x_records, check_x_records),  # last: the inputs kept name kernels by index
 }
 
 
