@@ -835,6 +835,39 @@ def check_x_lines(p: Parameters, data: bytes) -> None:
         one_refused(p, hex_lines._x_lines, args, "x_lines", wrongs)
 
 
+def check_x_records(p: Parameters, data: bytes) -> None:
+    """A group of records (heads cut from the input, payloads from rows), as write_dump formats them."""
+    material = on_material(p, data, row_material())
+    width = p.choice(X_LINE_WIDTHS) if p.chance(6) else p.integer(1, 300)
+    digits = _digits(p)
+    heads, payloads = [], []
+    for _ in range(p.integer(0, 6)):
+        heads.append(material[:p.integer(0, 60)])
+        payload = material * p.choice((1, 1, 5, 40))
+        payloads.append(payload[:p.integer(0, len(payload))] if p.chance(2) else payload)
+    total = sum(len(h) + (2 * len(x) + 3 * -(-len(x) // width) if x else 3) + 1 for h, x in zip(heads, payloads))
+    room = total + p.integer(0, 3) + (p.integer(0, 80) if p.chance(2) else 0)
+    head_ends = np.cumsum([len(h) for h in heads], dtype=np.int64)
+    payload_ends = np.cumsum([len(x) for x in payloads], dtype=np.int64)
+    args = [placed(np.frombuffer(b"".join(heads), np.uint8), p.integer(0, 7)), head_ends,
+            placed(np.frombuffer(b"".join(payloads), np.uint8), p.integer(0, 7)), payload_ends, width,
+            np.full(room, 0xA5, np.uint8), digits]
+    written = same(hex_lines._x_records, args, "x_records")
+    if written != total:
+        raise KernelMismatch("x_records", "wrote other than its records", f"{written} bytes, not {total}")
+    if p.chance(2):  # out cut short: refused before a byte is written when it lacks room for the records
+        cut_short(hex_lines._x_records, args, [5], [p.integer(0, room)], "x_records", reserved=[total])
+    if p.chance(2) and len(heads):
+        last = len(heads) - 1
+        wrongs = [("a width of 0", 4, 0), ("fewer than 16 digits", 6, digits[:p.integer(0, 15)]),
+                  ("a head past its buffer", 1, changed(head_ends, last, head_ends[last] + p.integer(1, 9))),
+                  ("a payload end falling", 3, changed(payload_ends, 0, -p.integer(1, 9))),
+                  ("ends of other lengths", 3, payload_ends[:last])]
+        if total:
+            wrongs.append(("out too small", 5, np.zeros(total - 1, np.uint8)))
+        one_refused(p, hex_lines._x_records, args, "x_records", wrongs)
+
+
 def _row_layout(p: Parameters, count: int, width: int) -> Tuple[int, int, np.ndarray]:
     """(row length, at, flat rows filled with 0xEE, perhaps a few bytes longer) for a column of width."""
     at = p.integer(0, 16)
@@ -908,6 +941,7 @@ KERNELS: Dict[str, Tuple[Kernel, Callable[[Parameters, bytes], None]]] = {
     "x_lines": (hex_lines._x_lines, check_x_lines),
     "put_high_bytes": (sas_numbers._put_high_bytes, check_put_high_bytes),
     "put_padded": (strings._put_padded, check_put_padded),
+    "x_records": (hex_lines._x_records, check_x_records),  # last: the inputs kept name kernels by index
 }
 
 

@@ -434,11 +434,17 @@ class DatasetEncoder:
             return encode_observations(table, self.variables, self.codepage, self.fmt, self.obs_length,
                                        self.truncate, first_row)
 
-        pending = b""
+        pending = b""  # the observation bytes of the message the chunks so far end in the middle of
         for encoded in ordered_map(encode, self._chunks(batches)):
-            data = memoryview(pending + encoded if pending else encoded)
-            full = len(data) - len(data) % room
-            for at in range(0, full, room):
+            data, first = memoryview(encoded), 0
+            if pending:  # that message is finished from this chunk's start, not the chunk copied behind it
+                first = min(room - len(pending), len(data))
+                pending += data[:first]
+                if len(pending) < room:
+                    continue
+                yield type_int + pending
+            full = first + (len(data) - first) // room * room
+            for at in range(first, full, room):
                 yield type_int + data[at:at + room]
             pending = bytes(data[full:])
         if pending:

@@ -447,6 +447,63 @@ def test_write_dump_without_index_comments_round_trips():
     assert [(mqmd_of(m), m.payload) for m in parse(buf.getvalue())] == messages
 
 
+def _every_field_set(version: int, **kw) -> MQMD:
+    """A descriptor none of whose dumped fields has its default: text with a NUL (written up to it)
+    and latin-1 letters, short and long ids."""
+    base = dict(version=version, report=3, msg_type=100001, expiry=600, feedback=7, encoding=785, ccsid=1148,
+                format="MQHRF2\0x", priority=9, persistence=0, msg_id=b"\x01\x02\x03", correl_id=bytes(range(24)),
+                backout_count=4, reply_to_q="réponse".ljust(48), reply_to_qmgr="QM\xe9".ljust(48),
+                user_identifier="user\0tail", accounting_token=bytes(range(200, 232)),
+                appl_identity_data=b"\x00\xff" * 16, put_appl_type=28, put_appl_name="writer".ljust(28),
+                put_date="20261125", put_time="05010203", appl_origin_data=b"\x7f\x80ab",
+                group_id=bytes(range(50, 74)), msg_seq_number=12, offset=4096, msg_flags=0x18,
+                original_length=70)
+    base.update(kw)
+    return MQMD(**base)
+
+
+def _varied_messages():
+    """Messages a write's fast formatting must write as ``format_message`` does: no descriptor,
+    every field set (version 1 and 2, and 1 with version-2 fields it does not write), ids random and
+    seeded, an unhashable field (the lines then made whole), runs alike but for their ids, payloads
+    empty, short, a multiple of the line widths, long."""
+    import random
+    from cmi_datasource.cmi.emit import IdSource
+    rng, seeded = random.Random(30), IdSource("fast-path")
+    payloads = [b"", b"\x00", bytes(range(256)) * 3, bytes(400), rng.randbytes(100_003), rng.randbytes(37)]
+    messages = [(None, p) for p in payloads]
+    messages += [(_every_field_set(2), p) for p in payloads]
+    messages += [(_every_field_set(1), b"v1"), (_every_field_set(1, msg_seq_number=1, offset=0), b""),
+                 (_every_field_set(3), b"v3"), (MQMD(), b"defaults"), (MQMD(version=2), b"")]
+    messages.append((_every_field_set(2, accounting_token=bytearray(32), msg_id=bytearray(b"id")), b"unhashable"))
+    for i in range(40):  # a commit's runs: header and subordinate kinds, each message its own ids
+        ids = (seeded.take(24), seeded.take(24)) if i % 2 else (rng.randbytes(24), rng.randbytes(24))
+        kind = _descriptor_v2(msg_type=100000 + i % 3, msg_id=ids[0], correl_id=ids[1])
+        messages.append((kind, rng.randbytes(rng.choice((0, 1, 25, 600, 5000)))))
+    return messages
+
+
+@pytest.mark.parametrize("work_threads, group_bytes", [(1, 512 << 10), (2, 700)])
+@pytest.mark.parametrize("with_index", [True, False])
+@pytest.mark.parametrize("width", [1, 16, 25, 300])
+def test_write_dump_writes_what_format_message_writes(monkeypatch, work_threads, group_bytes, with_index, width):
+    """write_dump formats a group of messages at once (``x_records``, the A lines from a template
+    of each run of descriptors alike but for their ids): byte for byte the records format_message,
+    the plain formatter, writes one at a time, whatever the group size, threads and cache size."""
+    from cmi_datasource import threads
+    from cmi_datasource.transports.mq import dmpmqmsg
+    monkeypatch.setattr(threads, "WORK_THREADS", work_threads)
+    monkeypatch.setattr(dmpmqmsg, "FORMAT_GROUP_BYTES", group_bytes)
+    monkeypatch.setattr(dmpmqmsg, "_REPEATED_LINES_LIMIT", 2)  # emptied again and again
+    messages = _varied_messages()
+    buf = io.BytesIO()
+    assert write_dump(buf, messages, created="x", data_width=width, with_index=with_index) == len(messages)
+    expected = dmpmqmsg.dump_header(created="x") + b"".join(
+        format_message(d, p, i if with_index else None, width) for i, (d, p) in enumerate(messages, start=1))
+    assert buf.getvalue() == expected
+    assert [m.payload for m in parse(buf.getvalue())] == [p for _, p in messages]
+
+
 # ---------------------------------------------------------------------------------------------
 # Re-reading chosen spans
 

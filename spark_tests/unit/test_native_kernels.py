@@ -36,7 +36,7 @@ from conftest import ROOT, SAMPLES
 NATIVE_KERNELS = {hex_lines.x_run: "x_run", dump_spans._decode_spans: "decode_spans",
                   strings._trim_and_gather: "trim_and_gather",
                   sas_numbers._gather_fields: "gather_fields", sas_dataset._sas_to_arrow_time: "sas_to_arrow_time",
-                  observations._ato_rows: "ato_rows", hex_lines._x_lines: "x_lines",
+                  observations._ato_rows: "ato_rows", hex_lines._x_lines: "x_lines", hex_lines._x_records: "x_records",
                   sas_numbers._put_high_bytes: "put_high_bytes", strings._put_padded: "put_padded"}
 DUMPS = ("mixed_types.dmp", "big_endian_273_819.dmp", "zos_785_37.dmp", "nightly_batch.dmp", "files.dmp",
          "seed000_external_file.dmp")
@@ -166,6 +166,52 @@ def test_x_lines_alike(payload, width, digits):
     if payload and digits == b"0123456789ABCDEF":  # as dmpmqmsg writes them
         lines = [b"X " + payload[i:i + width].hex().upper().encode() for i in range(0, n, width)]
         assert hex_lines.x_lines(payload, width) == b"\n".join(lines) + b"\n"
+
+
+def _record_arrays(records):
+    """(heads, head_ends, payloads, payload_ends) of (head, payload) pairs, as x_records passes them."""
+    heads, payloads = [h for h, _ in records], [p for _, p in records]
+    return (np.frombuffer(b"".join(heads), np.uint8), np.cumsum([len(h) for h in heads], dtype=np.int64),
+            np.frombuffer(b"".join(payloads), np.uint8), np.cumsum([len(p) for p in payloads], dtype=np.int64))
+
+
+@settings(max_examples=150)
+@given(st.lists(st.tuples(st.binary(max_size=40), st.binary(max_size=300)), max_size=8), st.integers(1, 80),
+       st.sampled_from([b"0123456789ABCDEF", bytes(range(200, 216))]), st.integers(0, 70))
+@example([(b"* Index 1\nN\n", b"\x00\xff" * 5000), (b"", b"")], 25, b"0123456789ABCDEF", 0)  # past the C's block
+def test_x_records_alike(records, width, digits, slack):
+    """The group formatter's C and numba write the same records: each head, its payload's X lines
+    (or a bare X line) and an empty line, the bytes after them untouched."""
+    total = sum(len(h) + (2 * len(p) + 3 * -(-len(p) // width) if p else 3) + 1 for h, p in records)
+    out = np.full(total + slack, 0xA5, np.uint8)
+    arrays = _record_arrays(records)
+    assert _same(hex_lines._x_records, *arrays, width, out, np.frombuffer(digits, np.uint8)) == total
+    hex_lines._x_records(*arrays, width, out, np.frombuffer(digits, np.uint8))
+    assert not (out[total:] != 0xA5).any()
+    if digits == b"0123456789ABCDEF":
+        assert bytes(out[:total]) == b"".join(h + hex_lines.x_lines(p, width) + b"\n" for h, p in records)
+        assert hex_lines.x_records([h for h, _ in records], [p for _, p in records], width).tobytes() \
+            == bytes(out[:total])
+
+
+def test_x_records_refuses_ends_out_of_their_buffers_and_a_short_out():
+    x_records, digits = hex_lines._x_records.native_function(), hex_lines._UPPER_DIGITS
+    heads, head_ends, payloads, payload_ends = _record_arrays([(b"h\n", b"abc"), (b"", b"")])
+    assert x_records(heads, head_ends, payloads, payload_ends, 2, np.zeros(19, np.uint8), digits) == 19
+    with pytest.raises(ValueError, match="too small"):
+        x_records(heads, head_ends, payloads, payload_ends, 2, np.zeros(18, np.uint8), digits)
+    for bad_heads, bad_payloads in (([3, 2], [3, 3]), ([2, 2], [4, 4]), ([-1, 2], [3, 3]), ([2, 2], [3, 1])):
+        with pytest.raises(ValueError, match="do not rise within"):
+            x_records(heads, np.array(bad_heads, np.int64), payloads, np.array(bad_payloads, np.int64), 2,
+                      np.zeros(99, np.uint8), digits)
+    with pytest.raises(ValueError, match="differ in length"):
+        x_records(heads, head_ends, payloads, payload_ends[:1], 2, np.zeros(99, np.uint8), digits)
+    with pytest.raises(ValueError, match="at least 1"):
+        x_records(heads, head_ends, payloads, payload_ends, 0, np.zeros(99, np.uint8), digits)
+    with pytest.raises(TypeError, match="head_ends"):
+        x_records(heads, head_ends.astype(np.int32), payloads, payload_ends, 2, np.zeros(99, np.uint8), digits)
+    with pytest.raises(ValueError, match="heads for"):
+        hex_lines.x_records([b"h"], [], 25)
 
 
 @settings(max_examples=150)

@@ -141,3 +141,35 @@ def test_a_string_too_long_for_its_declared_width_names_its_row_in_the_dataset(s
     table = pa.table({"s": pa.array(values)}).cast(declared)
     with pytest.raises(CmiEncodeError, match=r"column s, row 251: value of 13 bytes does not fit in 4"):
         build_messages([DatasetToWrite(pa.Table.from_batches(table.to_batches(max_chunksize=97)), "WORK", "S")])
+
+
+@pytest.mark.parametrize("work_threads", [1, 2])
+def test_observation_messages_cut_across_chunks_smaller_and_larger_than_a_message(monkeypatch, work_threads):
+    """The observation messages of chunks of any size (here each batch a chunk, 0 to 9 rows of 16
+    bytes, messages of 40): the bytes of every row encoded at once, cut every 40 bytes."""
+    import random
+
+    import pyarrow as pa
+
+    from cmi_datasource.charsets import code_page
+    from cmi_datasource.cmi.wire import WireFormat
+    from cmi_datasource.encoding import FloatFormat
+    from cmi_datasource.layout import LITTLE
+    from cmi_datasource.payload.sas_dataset import SasVariable
+    monkeypatch.setattr(threads, "WORK_THREADS", work_threads)
+    monkeypatch.setattr(sas_dataset_writer, "OBSERVATION_CHUNK_BYTES", 1)
+    variables = [SasVariable(name=n, label="", is_numeric=True, length=8, offset=8 * i) for i, n in enumerate("ab")]
+    wire = WireFormat(LITTLE, 4, True)
+    encoder = sas_dataset_writer.DatasetEncoder(variables, code_page(1208), FloatFormat.IEEE_LITTLE, wire,
+                                                max_payload=4 + 40)
+    rng = random.Random(30)
+    sizes = [rng.choice((0, 1, 2, 3, 9)) for _ in range(200)]
+    rows = iter(range(sum(sizes)))
+    batches = [pa.record_batch([pa.array([float(r) for r in taken], pa.float64()),
+                                pa.array([-float(r) for r in taken], pa.float64())],
+                               names=["a", "b"]) for taken in ([next(rows) for _ in range(n)] for n in sizes)]
+    whole = bytes(sas_dataset_writer.encode_observations(pa.Table.from_batches(batches), variables,
+                                                         code_page(1208), FloatFormat.IEEE_LITTLE, 16))
+    type_int = sas_dataset_writer._type_int(sas_dataset_writer.RECORD_OBSERVATIONS, wire)
+    assert list(encoder.observation_payloads(batches)) == [type_int + whole[at:at + 40]
+                                                           for at in range(0, len(whole), 40)]
