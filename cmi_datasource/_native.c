@@ -1643,8 +1643,8 @@ x_lines(PyObject *self, PyObject *args)
 
 /* hex_lines._x_records: records end to end, each a head (the text before a message's data lines)
    copied from heads, then the X lines of its payload (x_lines_of), or a bare "X " line for an empty
-   one, then an empty line (dmpmqmsg's after each message). head_ends and payload_ends (int64) say where each record's head and payload end in heads and
-   payloads; the ends must rise from 0 within their buffers and out must hold every record, which is
+   one, then an empty line (dmpmqmsg's after each message). head_ends and payload_ends (int64) say
+   where each record's head and payload end in heads and payloads; the ends must rise from 0 within their buffers and out must hold every record, which is
    all checked before a byte is written. Returns the bytes written. One call formats a whole group of
    a dump's messages without the GIL: no per-message buffers, copies or joins. */
 static PyObject *

@@ -196,25 +196,29 @@ def text_line(data: bytes, pos: int, size: int):
 _UPPER_DIGITS = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 
 
+@kernel
+def _data_lines(payload, start, end, width, out, w, digits):
+    """``X `` + upper-case hex of each ``width`` bytes of payload[start:end] + a line end, into ``out``
+    from ``w``: where they end. One message's data lines, for ``_x_lines`` and ``_x_records``."""
+    for line in range(start, end, width):
+        out[w] = _X
+        out[w + 1] = _SPACE
+        w += 2
+        for i in range(line, min(line + width, end)):
+            b = payload[i]
+            out[w] = digits[b >> np.uint8(4)]
+            out[w + 1] = digits[b & np.uint8(15)]
+            w += 2
+        out[w] = _NL
+        w += 1
+    return w
+
+
 @kernel(native="x_lines")
 def _x_lines(payload, width, out, digits):
     """``X `` + upper-case hex of each ``width`` bytes of payload + a line end, into ``out``.
     Bounds: the caller sizes out for 3 bytes a line and 2 a payload byte."""
-    n = np.uint64(payload.shape[0])
-    step = np.uint64(width)
-    w = np.uint64(0)
-    for start in range(np.uint64(0), n, step):
-        out[w] = _X
-        out[w + np.uint64(1)] = _SPACE
-        w += np.uint64(2)
-        for i in range(start, min(start + step, n)):
-            b = payload[i]
-            out[w] = digits[b >> np.uint8(4)]
-            out[w + np.uint64(1)] = digits[b & np.uint8(15)]
-            w += np.uint64(2)
-        out[w] = _NL
-        w += np.uint64(1)
-    return w
+    return _data_lines(payload, 0, payload.shape[0], width, out, 0, digits)
 
 
 def x_lines(payload: bytes, width: int) -> bytes:
@@ -234,9 +238,8 @@ def _x_records(heads, head_ends, payloads, payload_ends, width, out, digits):
     """Records end to end into ``out``: for each record i, its head heads[head_ends[i - 1]:head_ends[i]]
     (from 0 for the first), then the lines ``_x_lines`` writes for its payload
     payloads[payload_ends[i - 1]:payload_ends[i]], or a bare ``X `` line for an empty one, then an
-    empty line (dmpmqmsg's after each message). Returns the
-    bytes written. Bounds: the caller makes the ends rise from 0 within their buffers and sizes out
-    for every record (``x_records``)."""
+    empty line (dmpmqmsg's after each message). Returns the bytes written. Bounds: the caller makes
+    the ends rise from 0 within their buffers and sizes out for every record (``x_records``)."""
     w = 0
     head_start = 0
     payload_start = 0
@@ -251,17 +254,7 @@ def _x_records(heads, head_ends, payloads, payload_ends, width, out, digits):
             out[w + 1] = _SPACE
             out[w + 2] = _NL
             w += 3
-        for start in range(payload_start, payload_end, width):
-            out[w] = _X
-            out[w + 1] = _SPACE
-            w += 2
-            for k in range(start, min(start + width, payload_end)):
-                b = payloads[k]
-                out[w] = digits[b >> np.uint8(4)]
-                out[w + 1] = digits[b & np.uint8(15)]
-                w += 2
-            out[w] = _NL
-            w += 1
+        w = _data_lines(payloads, payload_start, payload_end, width, out, w, digits)
         out[w] = _NL
         w += 1
         payload_start = payload_end
