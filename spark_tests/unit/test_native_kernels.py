@@ -528,6 +528,37 @@ def test_character_fields_gather_alike(data, stride, ccsid, check_utf8, draw):
           check_utf8, ends, out, regions, np.full(len(fields), 7, np.int64))
 
 
+@pytest.mark.parametrize("blank", [0x20, 0x40, 0, -1])
+def test_character_fields_of_every_width_to_100_gather_alike(blank):
+    # The C kernel copies and trims a field of up to 64 bytes in 16-byte blocks, its last bytes by
+    # stores of 16, 8, 4 or 1 bytes by the width: each width 0-100, with values of every length
+    # ending in a blank, a NUL, ASCII, a 2-byte character or a lead byte cut off, fields side by
+    # side and the last at the row's end (the blocks would run past the rows there: the byte loop).
+    # ``out`` starts as 0xEE: a byte written past a value's field would differ from numba's.
+    pad = blank if 0 <= blank < 256 else 0x20
+    endings = [b"", b"x", b"\x00", bytes([pad]), "é".encode(), b"\xc3", b"\x80", "€".encode()[:2]]
+    for width in range(0, 101):
+        values = [(b"ab" * 60)[:length] + ending for length in sorted({0, 1, 7, 15, 16, 31, 63, width})
+                  for ending in endings]
+        values = [v[:width].ljust(width, bytes([pad])) for v in values]
+        widths = [width, 3, width]
+        stride = 2 * width + 3 + 5  # five bytes of lead bytes between the first two fields
+        offsets = [0, width + 5, width + 8]
+        flat = np.full(len(values) * stride, 0xC3, np.uint8)
+        for r, value in enumerate(values):
+            mirrored = values[-1 - r]
+            flat[r * stride:r * stride + width] = list(value)
+            flat[r * stride + width + 5:r * stride + width + 8] = list(b"\x00 a")
+            flat[r * stride + width + 8:(r + 1) * stride] = list(mirrored)
+        count = len(values)
+        regions = np.concatenate([[0], np.cumsum(count * np.array(widths))]).astype(np.int64)
+        for check_utf8 in (True, False):
+            _same(strings._trim_and_gather, flat, stride, count, np.array(offsets, np.int64),
+                  np.array(widths, np.int64), blank, *strings._NO_TABLE, check_utf8,
+                  np.full((3, count + 1), -1, np.int64), np.full(int(regions[-1]), 0xEE, np.uint8), regions,
+                  np.full(3, 7, np.int64))
+
+
 # Ill-formed UTF-8 of every kind, and characters that are not: a field's first bad row must be the
 # one Python's strict decoder refuses, wherever in the field (and in a 16-byte block) it lies.
 _UTF8_PIECES = [b"a", b" ", b"\x00", "é".encode(), "ß".encode(), "€".encode(), "東".encode(), "😀".encode(),
