@@ -8,8 +8,10 @@ a CRC-32 (``messages.partial``), and re-reads the rest from the file when it is 
 logical messages (MQ segments) stay whole until the transport joins them.
 
 The index of a file is built once per (file identity, format) and cached in memory and, for a
-large file, in the disk cache of the process's machine (``cache.py``), so Spark's planning steps,
-which run in separate Python workers, share it.
+large file, in the disk cache of the process's machine (``cache.py``), as columns
+(``index_columns.py``), so Spark's planning steps, which run in separate Python workers, share it.
+A format may make the entries of plain messages from their parts (``IndexKeep.plain``), without
+the message: a dump's observations are most of its messages.
 """
 from __future__ import annotations
 
