@@ -42,7 +42,7 @@ elif steps_wanted:  # CPU of each step: the scan, storing the index, the plan (i
     messages = index.scan(path, fmt)
     steps["scan_cpu_s"], at = cpu() - at, cpu()
     key = index.index_key(path, fmt)
-    cache.store(key, messages)
+    cache.store(key, index.IndexColumns.of(messages, path))
     index._MEMORY.put(key, messages)
     steps["store_cpu_s"], at = cpu() - at, cpu()
 plan_at = cpu()

@@ -3,10 +3,12 @@
     PYTHONPATH=CHECKOUT .venv/bin/python bench/bench_scan.py DUMP [--chunks 10] [--rounds 5] [--profile]
 
 The first ``--chunks`` chunks of DUMP (16 MiB each) are read once, then parsed and kept as the
-message index keeps them (``parse_dump``, ``unwrap``, ``index.entry``) on this thread, the
-attribute-line cache emptied before each pass as in a first read: CPU seconds of the best pass
-and microseconds a message, for the whole of it ("full"), for ``parse_dump`` alone ("parse") and for
-the C walker over the plain records alone, no message made ("walker").
+message index keeps them (``DmpmqmsgFormat.chunk_reading`` of ``index.IndexEntries``: plain
+records made into entries from their parts, any other message by ``unwrap`` and ``index.entry``)
+on this thread, the attribute-line cache emptied before each pass as in a first read: CPU
+seconds of the best pass and microseconds a message, for the whole of it ("full"), for
+``parse_dump`` alone, each message made whole ("parse") and for the C walker over the plain
+records alone, no message made ("walker").
 No file reading, threads or renumbering: what is left is the Python per message and the kernels.
 PYTHONPATH decides which checkout is measured. ``--profile``: one pass under cProfile instead.
 """
@@ -24,7 +26,6 @@ from cmi_datasource.containers import read_in_chunks
 from cmi_datasource.engine import index
 from cmi_datasource.transports import capture_format
 from cmi_datasource.transports.mq import dmpmqmsg
-from cmi_datasource.transports.mq.envelope import unwrap
 
 
 def cpu() -> float:
@@ -39,7 +40,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    transport = capture_format("dmpmqmsg").transport
+    fmt = capture_format("dmpmqmsg")
+    transport = fmt.transport
     native = native_module()
     chunks = []
     for chunk in read_in_chunks(args.dump, dmpmqmsg.READ_CHUNK_BYTES, dmpmqmsg.start_of_last_message):
@@ -47,13 +49,15 @@ def main() -> None:
             break
         chunks.append(chunk)
 
-    def messages():
+    def messages(parse=dmpmqmsg.parse_dump):
         dmpmqmsg._ATTRIBUTE_CACHE.clear()  # a first read: only what repeats within the pass is cached
         for base, data, stop in chunks:
-            yield from dmpmqmsg.parse_dump(data, args.dump, base, 0, stop=stop)
+            yield from parse(data, args.dump, base, 0, stop=stop)
+
+    parse_for_index, kept = fmt.chunk_reading(index.IndexEntries(transport))
 
     def full() -> int:
-        return sum(1 for message in messages() if index.entry(unwrap(message), transport))
+        return sum(1 for message in messages(parse_for_index) if kept(message))
 
     def parse() -> int:
         return sum(1 for _ in messages())

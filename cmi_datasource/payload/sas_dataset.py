@@ -15,7 +15,7 @@ import functools
 import struct
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -69,7 +69,15 @@ def record_type_of(message: PhysicalMessage) -> int:
     if len(message.payload) < RECORD_TYPE_SIZE:
         raise TruncatedError(f"dataset message of {len(message.payload)} bytes has no record type",
                              message.location(0))
+    # record_type_in's read, not a call of it: planning asks this of every message, twice.
     (record_type,) = struct.unpack_from(integer_order(message.descriptor.encoding) + "i", message.payload)
+    return record_type
+
+
+def record_type_in(payload: Union[bytes, memoryview], encoding: int) -> int:
+    """The record type a dataset message's payload (any buffer of ``RECORD_TYPE_SIZE`` bytes or
+    more) starts with, in the message's ``encoding``."""
+    (record_type,) = struct.unpack_from(integer_order(encoding) + "i", payload)
     return record_type
 
 

@@ -31,6 +31,21 @@ from ..threads import ProcessPool
 
 Keep = Callable[[PhysicalMessage], PhysicalMessage]  # what a message index keeps of a message
 
+
+class IndexKeep:
+    """The ``Keep`` of a message index, which can also make the entry of a plain message from its
+    parts, without the message: a format that reads many such messages (a dump's observations)
+    then builds no message, transport details and whole payload only to cut them down."""
+
+    def __call__(self, message: PhysicalMessage) -> PhysicalMessage:
+        raise NotImplementedError
+
+    def plain(self, descriptor: Descriptor, payload: memoryview, origin: Origin) -> PhysicalMessage:
+        """What ``self(message)`` gives of a message that is no piece, has neither damage nor a
+        reread hint, whose transport keeps none of its details in an index (``DETAILS_REREAD``)
+        and whose parts are these; ``payload`` lasts only for the call."""
+        raise NotImplementedError
+
 # parse(data, source, base_offset, first_index): the physical messages in ``data``, a piece of the
 # file starting at byte ``base_offset`` with message ``first_index``; offsets, indexes and errors
 # are those of the whole file.

@@ -179,7 +179,8 @@ def test_a_planted_entry_is_never_unpickled(fresh, samples_dir, monkeypatch):
         index._MEMORY.clear()
         assert index.indexed(path, fmt) == expected
         assert not marker.exists()
-        assert cache.load(index.index_key(path, fmt), list) == expected  # the real index took its place
+        stored = cache.load(index.index_key(path, fmt), index.IndexColumns)
+        assert stored is not None and stored.messages() == expected  # the real index took its place
 
 
 def test_a_tampered_or_moved_entry_is_rejected(fresh, monkeypatch):

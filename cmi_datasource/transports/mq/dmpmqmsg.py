@@ -16,6 +16,7 @@ ends, whitespace-only lines, files without the header line.
 from __future__ import annotations
 
 import binascii
+import dataclasses
 import functools
 import operator
 import re
@@ -27,11 +28,14 @@ import numpy as np
 from ..base import Keep, parse_in_chunks
 from ...compiled import native_module
 from ...errors import Location, TruncatedError
-from ...messages import PhysicalMessage
+from ...frozen import made
+from ...messages import Descriptor, Origin, PhysicalMessage
+from .envelope import is_envelope_format
 from .errors import DumpSyntaxError
 from .hex_lines import text_line, x_lines, x_records, x_run
 from .message import mq_message
 from .mqmd import FIELDS_BY_DUMP_CODE, MQLONG_MAX, MQLONG_MIN, MQMD, MQMD_FIELDS, mqmd_of_fields
+from .segments import SEGMENT_FLAGS
 
 DEFAULT_DATA_WIDTH = 25  # bytes per X line, as dmpmqmsg writes by default
 STRING_ESCAPE = ord("~")
@@ -316,20 +320,48 @@ def _plain_attribute_fields(data: bytes, records: np.ndarray) -> List[Optional[D
 
 
 def _plain_messages(data: bytes, decoded: np.ndarray, records: np.ndarray, source: str, base_offset: int,
-                    index: int) -> Iterator[PhysicalMessage]:
+                    index: int, plain_entry: Optional[PlainEntry] = None) -> Iterator[PhysicalMessage]:
     """The messages of the plain records ``plain_records`` found: rows (start, end of the attribute
     block, end of the X run, end of the payload in ``decoded``), offsets in ``data``; the same
-    messages, attribute lines parsed and errors raised the same, as the line parser makes."""
+    messages, attribute lines parsed and errors raised the same, as the line parser makes. With
+    ``plain_entry``, a message that is no segment and has no MQ headers to remove (nearly every
+    one) is given as the entry it makes of its descriptor, payload and origin instead."""
     payload_start = 0
     parsed = _plain_attribute_fields(data, records)
+    payloads = memoryview(decoded)
     for (start, attributes_end, run_end, payload_end), fields in zip(records.tolist(), parsed):
         offset = base_offset + start
         if fields is None:  # a line the C reader leaves to the line parser, which raises its error
             fields = _attribute_block(data[start:attributes_end], source, index, offset)
-        payload = decoded[payload_start:payload_end].tobytes()
+        if plain_entry is not None and _is_plain(fields):
+            yield plain_entry(_descriptor_of(fields), payloads[payload_start:payload_end],
+                              Origin(source, index, offset, base_offset + run_end))
+        else:
+            payload = decoded[payload_start:payload_end].tobytes()
+            yield mq_message(mqmd_of_fields(fields), payload, source, index, offset, base_offset + run_end)
         payload_start = payload_end
-        yield mq_message(mqmd_of_fields(fields), payload, source, index, offset, base_offset + run_end)
         index += 1
+
+
+# plain_entry(descriptor, payload, origin): what a scan keeps of a plain message (``IndexKeep.plain``).
+PlainEntry = Callable[[Descriptor, memoryview, Origin], PhysicalMessage]
+_MQMD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(MQMD)}
+
+
+def _is_plain(fields: Dict[str, object]) -> bool:
+    """Whether the message whose MQMD has these fields is no segment and starts with no MQ header
+    (``segments.is_segment``, ``envelope.has_envelope``): its MQMD describes its data as captured."""
+    flags = fields.get("msg_flags", _MQMD_DEFAULTS["msg_flags"])
+    return not (flags & SEGMENT_FLAGS) and not is_envelope_format(fields.get("format", _MQMD_DEFAULTS["format"]))
+
+
+def _descriptor_of(fields: Dict[str, object]) -> Descriptor:
+    """``neutral_descriptor(mqmd_of_fields(fields))`` without the MQMD."""
+    get = fields.get
+    return made(Descriptor, {"msg_type": get("msg_type", _MQMD_DEFAULTS["msg_type"]),
+                             "correl_id": get("correl_id", _MQMD_DEFAULTS["correl_id"]),
+                             "encoding": get("encoding", _MQMD_DEFAULTS["encoding"]),
+                             "ccsid": get("ccsid", _MQMD_DEFAULTS["ccsid"])})
 
 
 # Empty, blank and comment lines, all at once (a message's "* Index n" and the empty line before
@@ -338,14 +370,16 @@ def _plain_messages(data: bytes, decoded: np.ndarray, records: np.ndarray, sourc
 _FILLER_LINES = re.compile(rb"\n*(?:(?:\*[^\n]*|[ \t\r\x0b\x0c]+)\n\n*)*")
 
 
-def parse_dump(data: bytes, source: str, base_offset: int = 0,
-               first_index: int = 0, stop: Optional[int] = None, walk: bool = True) -> Iterator[PhysicalMessage]:
+def parse_dump(data: bytes, source: str, base_offset: int = 0, first_index: int = 0, stop: Optional[int] = None,
+               walk: bool = True, plain_entry: Optional[PlainEntry] = None) -> Iterator[PhysicalMessage]:
     """Physical messages of a dmpmqmsg text dump held in ``data`` (up to ``stop``, a line start).
 
     ``base_offset``/``first_index`` place a slice of a larger file: offsets and indexes
     in the result and in errors are then those of the whole file. ``walk`` False: the line parser
     takes every record, not only those the C walker leaves (``_plain_records_kernel``): the
-    reference the walker is compared with (tests, the dmpmqmsg fuzz target).
+    reference the walker is compared with (tests, the dmpmqmsg fuzz target). ``plain_entry``: the
+    plain messages of the records the walker takes are given as the entries it makes of them
+    (``_plain_messages``), the others as they are.
     """
     record: Optional[_MessageRecord] = None
     index = first_index
@@ -408,7 +442,8 @@ def parse_dump(data: bytes, source: str, base_offset: int = 0,
                 count, taken_to = plain_records(view, offset - base_offset, size, x_run_bytes, PLAIN_BYTES_AT_A_TIME,
                                                 records)
                 if count:
-                    yield from _plain_messages(data, x_run_bytes, records[:count], source, base_offset, index)
+                    yield from _plain_messages(data, x_run_bytes, records[:count], source, base_offset, index,
+                                               plain_entry)
                     index += count
                     pos = taken_to
                     continue

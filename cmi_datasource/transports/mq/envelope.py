@@ -34,9 +34,12 @@ _ENVELOPE_FORMATS = (FORMAT_XMIT, FORMAT_MD_EXTENSION, FORMAT_DEAD_LETTER)
 
 
 def has_envelope(descriptor: Optional[MQMD]) -> bool:
-    if descriptor is None:
-        return False
-    name = descriptor.format.strip()
+    return descriptor is not None and is_envelope_format(descriptor.format)
+
+
+def is_envelope_format(format_name: str) -> bool:
+    """Whether data in this MQ format starts with a header ``unwrap`` removes."""
+    name = format_name.strip()
     return name in _ENVELOPE_FORMATS or name.startswith("MQH")
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
 from ...errors import KeptError
 from ...messages import DETAILS_REREAD, MessageSpan, OutgoingMessage, PhysicalMessage, UnjoinedMessage
-from ..base import CaptureFormat, Keep, SpanPayloads, Transport, parse_in_chunks
+from ..base import CaptureFormat, IndexKeep, Keep, SpanPayloads, Transport, parse_in_chunks
 from . import amqsbcg, dmpmqmsg, mqget
 from .dump_spans import read_dump_spans, read_spans_in_bulk
 from .envelope import unwrap
@@ -75,8 +75,14 @@ class _ReadInPieces(CaptureFormat):
 
     def scan_from(self, path: str, start: int, first_index: int,
                   keep: Optional[Keep] = None) -> Iterator[PhysicalMessage]:
-        return parse_in_chunks(path, self._chunk_bytes, self.whole_records, type(self)._parse, _unwrapped(keep),
-                               start, first_index, first_record=lambda data: self.resync(data, 0, 0))
+        parse, kept = self.chunk_reading(keep)
+        return parse_in_chunks(path, self._chunk_bytes, self.whole_records, parse, kept, start, first_index,
+                               first_record=lambda data: self.resync(data, 0, 0))
+
+    def chunk_reading(self, keep: Optional[Keep]) -> Tuple[Callable[..., Iterator[PhysicalMessage]], Keep]:
+        """How a scan through ``keep`` parses a chunk (``_parse``'s signature) and what it keeps of
+        each message the parse gives."""
+        return type(self)._parse, _unwrapped(keep)
 
 
 class DmpmqmsgFormat(_ReadInPieces):
@@ -93,6 +99,17 @@ class DmpmqmsgFormat(_ReadInPieces):
     _parse = staticmethod(dmpmqmsg.parse_dump)
     whole_records = staticmethod(dmpmqmsg.start_of_last_message)
     _chunk_bytes = dmpmqmsg.READ_CHUNK_BYTES
+
+    def chunk_reading(self, keep: Optional[Keep]) -> Tuple[Callable[..., Iterator[PhysicalMessage]], Keep]:
+        if not isinstance(keep, IndexKeep):
+            return super().chunk_reading(keep)
+        # For a message index: the plain messages come as their entries already (``IndexKeep.plain``),
+        # which alone carry DETAILS_REREAD (the parser gives each other message its MQ details).
+        index_keep = keep
+
+        def kept(message: PhysicalMessage) -> PhysicalMessage:
+            return message if message.details is DETAILS_REREAD else index_keep(unwrap(message))
+        return functools.partial(dmpmqmsg.parse_dump, plain_entry=keep.plain), kept
 
     def parse(self, data: bytes, source: str, base_offset: int = 0,
               first_index: int = 0) -> Iterator[PhysicalMessage]:
