@@ -16,8 +16,8 @@ ends, whitespace-only lines, files without the header line.
 from __future__ import annotations
 
 import binascii
-import io
 import functools
+import io
 import operator
 import re
 import time
