@@ -28,7 +28,7 @@ from ..charsets import CodePage, not_encodable
 from ..cmi.records import DATASET_DEFINITION, VARIABLE_DEFINITION, write_record
 from ..cmi.wire import FieldWriter, WireFormat
 from ..errors import CmiEncodeError
-from ..threads import ordered_map
+from ..threads import SpareBuffers, ordered_map
 from ..encoding import FloatFormat
 from .sas_dataset import (EPOCH_SHIFT_DAYS, EPOCH_SHIFT_SECONDS, MAX_CHARACTER_LENGTH, RECORD_DATASET,
                           RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES, SasVariable,
@@ -328,11 +328,21 @@ def _numbers(column: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def encode_observations(table: pa.Table, variables: Sequence[SasVariable], codepage: CodePage,
-                        fmt: FloatFormat, obs_length: int, truncate: bool = False, first_row: int = 0) -> memoryview:
+                        fmt: FloatFormat, obs_length: int, truncate: bool = False, first_row: int = 0,
+                        into: Optional[np.ndarray] = None) -> memoryview:
     """The observations of ``table``, ``obs_length`` bytes each; ``first_row``: observations before
     them in the dataset, so that an error says which row, counting from 1. Each variable is
-    written straight into its place in the rows (compiled kernels): no matrix per column."""
-    rows = np.zeros((table.num_rows, obs_length), dtype=np.uint8)
+    written straight into its place in the rows (compiled kernels): no matrix per column.
+    ``into``: the uint8 buffer of ``table.num_rows * obs_length`` bytes to write them in (what it
+    holds is overwritten), instead of a new one."""
+    shape = (table.num_rows, obs_length)
+    if into is None:
+        rows = np.zeros(shape, dtype=np.uint8)
+    else:
+        if into.dtype != np.uint8 or into.shape != (shape[0] * shape[1],):
+            raise ValueError(f"a buffer of {into.shape} {into.dtype} cannot hold {shape[0]} rows of {shape[1]} bytes")
+        rows = into.reshape(shape)
+        rows.fill(0)
     for variable, column in zip(variables, table.columns):
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         if variable.is_numeric:
@@ -428,11 +438,14 @@ class DatasetEncoder:
         room = self.max_payload - RECORD_TYPE_SIZE
         type_int = _type_int(RECORD_OBSERVATIONS, self.wire)
 
+        # A chunk's rows are copied into the messages cut from it: then its buffer serves a later chunk.
+        spare = SpareBuffers()
+
         def encode(chunk: Tuple[int, List[pa.RecordBatch]]) -> memoryview:
             first_row, group = chunk
             table = pa.Table.from_batches(group) if len(group) > 1 else group[0]
             return encode_observations(table, self.variables, self.codepage, self.fmt, self.obs_length,
-                                       self.truncate, first_row)
+                                       self.truncate, first_row, spare.take(table.num_rows * self.obs_length))
 
         pending = b""  # the observation bytes of the message the chunks so far end in the middle of
         for encoded in ordered_map(encode, self._chunks(batches)):
@@ -441,12 +454,14 @@ class DatasetEncoder:
                 first = min(room - len(pending), len(data))
                 pending += data[:first]
                 if len(pending) < room:
+                    spare.give(encoded.obj)
                     continue
                 yield type_int + pending
             full = first + (len(data) - first) // room * room
             for at in range(first, full, room):
                 yield type_int + data[at:at + room]
             pending = bytes(data[full:])
+            spare.give(encoded.obj)
         if pending:
             yield type_int + pending
 

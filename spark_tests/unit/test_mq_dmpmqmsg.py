@@ -504,6 +504,53 @@ def test_write_dump_writes_what_format_message_writes(monkeypatch, work_threads,
     assert [m.payload for m in parse(buf.getvalue())] == [p for _, p in messages]
 
 
+def test_write_dump_reuses_a_group_text_buffer_only_once_it_is_written(monkeypatch):
+    """Into a file of the standard library, a group's text buffer serves a later group once the
+    file has taken its bytes: with a file slow to take them and many groups finishing on two
+    threads, the dump is still what format_message writes, and buffers were reused. Into any
+    other stream (which may keep what it is given), every group has a buffer of its own."""
+    import time
+
+    from cmi_datasource import threads
+    from cmi_datasource.transports.mq import dmpmqmsg
+    monkeypatch.setattr(threads, "WORK_THREADS", 2)
+    monkeypatch.setattr(dmpmqmsg, "FORMAT_GROUP_BYTES", 700)
+    buffers, take = [], threads.SpareBuffers.take
+
+    def recorded(self, size):
+        taken = take(self, size)
+        buffers.append(taken.base)
+        return taken
+
+    monkeypatch.setattr(threads.SpareBuffers, "take", recorded)
+
+    class SlowFile(io.BytesIO):
+        def write(self, piece):
+            time.sleep(0.002)  # the next groups are formatted meanwhile
+            return super().write(piece)
+
+    class Stream:
+        def __init__(self):
+            self.pieces = []
+
+        def write(self, piece):
+            self.pieces.append(piece)
+            return len(piece)
+
+    messages = _varied_messages() * 6
+    expected = dmpmqmsg.dump_header(created="x") + b"".join(
+        format_message(d, p, i) for i, (d, p) in enumerate(messages, start=1))
+    slow = SlowFile()
+    assert write_dump(slow, messages, created="x") == len(messages)
+    assert slow.getvalue() == expected
+    groups = len(buffers)
+    assert groups > 50 and len({id(b) for b in buffers}) < groups / 2
+    stream = Stream()
+    write_dump(stream, messages, created="x")
+    assert b"".join(bytes(p) for p in stream.pieces) == expected
+    assert len(buffers) == groups  # no buffer taken for a stream that may keep what it is given
+
+
 # ---------------------------------------------------------------------------------------------
 # Re-reading chosen spans
 

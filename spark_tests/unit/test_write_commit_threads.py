@@ -130,6 +130,66 @@ def test_a_failed_write_behind_is_raised_and_nothing_is_written_after_it():
     assert sink.pieces == [b"%d," % i for i in range(7)]
 
 
+def test_written_is_told_of_each_piece_once_written_on_the_write_thread_and_not_of_a_failed_one():
+    sink, told = _Sink(fail_at=7), []
+
+    def written(piece):
+        told.append((piece, len(sink.pieces), threading.current_thread().name))
+
+    with pytest.raises(OSError, match="No space left"):
+        threads.written_behind(sink, (b"%d," % i for i in range(1000)), ahead=2, written=written)
+    assert [piece for piece, _, _ in told] == sink.pieces == [b"%d," % i for i in range(7)]
+    # Each piece is in the file when its ``written`` runs (the sink had taken it, and only it).
+    assert [count for _, count, _ in told] == list(range(1, 8))
+    assert all(name.startswith("cmi-write") for _, _, name in told)
+
+
+def test_spare_buffers_serve_later_work_once_given_back_and_a_few_at_most_wait():
+    import numpy as np
+
+    spare = threads.SpareBuffers(keep=2)
+    first = spare.take(100)
+    assert first.shape == (100,) and first.dtype == np.uint8
+    first[:] = 7
+    spare.give(first[10:20].reshape(2, 5))  # a view of a view: the whole buffer comes back
+    again = spare.take(80)
+    assert again.shape == (80,) and np.shares_memory(again, first) and (again == 7).all()
+    spare.give(again)
+    larger = spare.take(101)  # the one given back is too small: dropped, a new one made
+    assert not np.shares_memory(larger, first) and spare.take(1).base is not first.base
+    many = [spare.take(10) for _ in range(4)]
+    for taken in many:
+        spare.give(taken)
+    again = [spare.take(10) for _ in range(4)]  # the two kept, the last given first; then new ones
+    assert [np.shares_memory(a, m) for a, m in zip(again, many[1::-1])] == [True, True]
+    assert not any(np.shares_memory(a, m) for a in again[2:] for m in many)
+
+
+def test_observations_encoded_into_a_used_buffer_are_those_encoded_into_a_new_one():
+    import numpy as np
+    import pyarrow as pa
+
+    from cmi_datasource.charsets import code_page
+    from cmi_datasource.encoding import FloatFormat
+    from cmi_datasource.payload.sas_dataset import SasVariable
+    # 3 bytes between the two variables that no variable writes: zeros, whatever the buffer held.
+    variables = [SasVariable(name="a", label="", is_numeric=True, length=8, offset=0),
+                 SasVariable(name="s", label="", is_numeric=False, length=4, offset=11)]
+    table = pa.table({"a": pa.array([1.5, None, -2.0]), "s": pa.array(["ab", None, "abcd"])})
+
+    def encoded(into=None):
+        return bytes(sas_dataset_writer.encode_observations(table, variables, code_page(1208),
+                                                            FloatFormat.IEEE_LITTLE, 15, into=into))
+
+    fresh = encoded()
+    assert fresh[8:11] == bytes(3) and len(fresh) == 45
+    assert encoded(np.full(45, 0xEE, np.uint8)) == fresh
+    for wrong in (np.zeros(44, np.uint8), np.zeros(46, np.uint8), np.zeros((3, 15), np.uint8),
+                  np.zeros(45, np.int8)):
+        with pytest.raises(ValueError, match="cannot hold 3 rows of 15 bytes"):
+            encoded(wrong)
+
+
 def test_a_string_too_long_for_its_declared_width_names_its_row_in_the_dataset(small_pieces):
     import pyarrow as pa
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import binascii
 import dataclasses
 import functools
+import io
 import operator
 import re
 import time
@@ -701,8 +702,11 @@ def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[MQMD], bytes]], 
     """Write a complete dump; returns the number of messages written. The messages are drawn here,
     in order, formatted in groups on the work threads (``threads.ordered_map``) and written to
     ``out`` on a thread of its own (``threads.written_behind``)."""
-    from ...threads import ordered_map, written_behind  # here: the reading side above does not use them
+    from ...threads import SpareBuffers, ordered_map, written_behind  # here: the reading side does not use them
     out.write(dump_header(queue_manager, queue, created, comments))
+    # A group's text buffer serves a later group once written, when ``out`` is a file of the standard
+    # library (its write has copied the bytes when it returns; another stream may keep them to send later).
+    spare = SpareBuffers() if isinstance(out, (io.BufferedWriter, io.FileIO, io.BytesIO)) else None
 
     def text(group: List[Tuple[int, Optional[MQMD], bytes]]) -> Tuple[memoryview, int]:
         """The group's text (each message's record as ``format_message`` writes it), and the number
@@ -710,7 +714,7 @@ def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[MQMD], bytes]], 
         heads = [b"%s%s\n" % (b"* Index %d\n" % index if with_index else b"",
                                b"N" if descriptor is None else _write_attribute_lines(descriptor))
                  for index, descriptor, _ in group]
-        return x_records(heads, [payload for _, _, payload in group], data_width).data, group[-1][0]
+        return x_records(heads, [payload for _, _, payload in group], data_width, spare).data, group[-1][0]
 
     def groups() -> Iterator[List[Tuple[int, Optional[MQMD], bytes]]]:
         group: List[Tuple[int, Optional[MQMD], bytes]] = []
@@ -732,5 +736,5 @@ def write_dump(out: BinaryIO, messages: Iterable[Tuple[Optional[MQMD], bytes]], 
             yield formatted
             count = last
 
-    written_behind(out, texts())
+    written_behind(out, texts(), written=None if spare is None else lambda text: spare.give(text.obj))
     return count

@@ -15,11 +15,12 @@ dmpmqmsg writes.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from ...compiled import kernel
+from ...threads import SpareBuffers
 
 _NL, _SPACE, _X = (ord(c) for c in "\n X")
 _U8, _U64 = np.uint8, np.uint64
@@ -261,11 +262,13 @@ def _x_records(heads, head_ends, payloads, payload_ends, width, out, digits):
     return w
 
 
-def x_records(heads: Sequence[bytes], payloads: Sequence[bytes], width: int) -> np.ndarray:
+def x_records(heads: Sequence[bytes], payloads: Sequence[bytes], width: int,
+              spare: Optional[SpareBuffers] = None) -> np.ndarray:
     """The text of records end to end, each its head (the text before a message's data lines), its
     payload's data lines as ``x_lines`` writes them and an empty line: a group of a dump's messages in one compiled
     pass, which releases the GIL, into one buffer (formatted message by message, each message's
-    lines were copied three times more, holding the GIL: into bytes, into its record, into the group)."""
+    lines were copied three times more, holding the GIL: into bytes, into its record, into the group).
+    ``spare``: where that buffer is taken from (else it is new)."""
     if width < 1:
         raise ValueError(f"data width must be at least 1 byte, not {width}")
     if len(heads) != len(payloads):
@@ -273,7 +276,8 @@ def x_records(heads: Sequence[bytes], payloads: Sequence[bytes], width: int) -> 
     head_sizes = np.fromiter(map(len, heads), np.int64, len(heads))
     payload_sizes = np.fromiter(map(len, payloads), np.int64, len(payloads))
     lines = np.maximum(-(-payload_sizes // width), 1)  # an empty payload has its bare X line
-    out = np.empty(int(head_sizes.sum() + 2 * payload_sizes.sum() + 3 * lines.sum() + len(heads)), dtype=np.uint8)
+    size = int(head_sizes.sum() + 2 * payload_sizes.sum() + 3 * lines.sum() + len(heads))
+    out = np.empty(size, dtype=np.uint8) if spare is None else spare.take(size)
     _x_records(np.frombuffer(b"".join(heads), dtype=np.uint8), np.cumsum(head_sizes),
                np.frombuffer(b"".join(payloads), dtype=np.uint8), np.cumsum(payload_sizes), width, out,
                _UPPER_DIGITS)
