@@ -34,7 +34,7 @@ from ...messages import Descriptor, Origin, PhysicalMessage
 from .envelope import is_envelope_format
 from .errors import DumpSyntaxError
 from .hex_lines import text_line, x_lines, x_records, x_run
-from .message import mq_message
+from .message import DESCRIPTOR_FIELDS, mq_message
 from .mqmd import FIELDS_BY_DUMP_CODE, MQLONG_MAX, MQLONG_MIN, MQMD, MQMD_FIELDS, mqmd_of_fields
 from .segments import SEGMENT_FLAGS
 
@@ -358,11 +358,7 @@ def _is_plain(fields: Dict[str, object]) -> bool:
 
 def _descriptor_of(fields: Dict[str, object]) -> Descriptor:
     """``neutral_descriptor(mqmd_of_fields(fields))`` without the MQMD."""
-    get = fields.get
-    return made(Descriptor, {"msg_type": get("msg_type", _MQMD_DEFAULTS["msg_type"]),
-                             "correl_id": get("correl_id", _MQMD_DEFAULTS["correl_id"]),
-                             "encoding": get("encoding", _MQMD_DEFAULTS["encoding"]),
-                             "ccsid": get("ccsid", _MQMD_DEFAULTS["ccsid"])})
+    return made(Descriptor, {name: fields.get(name, _MQMD_DEFAULTS[name]) for name in DESCRIPTOR_FIELDS})
 
 
 # Empty, blank and comment lines, all at once (a message's "* Index n" and the empty line before

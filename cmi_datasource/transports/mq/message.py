@@ -6,6 +6,7 @@ MQMD and the headers removed, for segment joining and the messages view.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -35,11 +36,15 @@ class MqDetails:
     envelope: Optional[Envelope] = None  # headers found in front of the data, if any
 
 
+# The MQMD fields a neutral Descriptor carries, under the same names.
+DESCRIPTOR_FIELDS = ("msg_type", "correl_id", "encoding", "ccsid")
+_descriptor_values = operator.attrgetter(*DESCRIPTOR_FIELDS)
+
+
 def neutral_descriptor(mqmd: Optional[MQMD]) -> Optional[Descriptor]:
     if mqmd is None:
         return None
-    return made(Descriptor, {"msg_type": mqmd.msg_type, "correl_id": mqmd.correl_id, "encoding": mqmd.encoding,
-                             "ccsid": mqmd.ccsid})
+    return made(Descriptor, dict(zip(DESCRIPTOR_FIELDS, _descriptor_values(mqmd))))
 
 
 def mq_message(mqmd: Optional[MQMD], payload: bytes, source: str, index: int, file_offset: int,

@@ -105,10 +105,10 @@ class DmpmqmsgFormat(_ReadInPieces):
             return super().chunk_reading(keep)
         # For a message index: the plain messages come as their entries already (``IndexKeep.plain``),
         # which alone carry DETAILS_REREAD (the parser gives each other message its MQ details).
-        index_keep = keep
+        others = _unwrapped(keep)
 
         def kept(message: PhysicalMessage) -> PhysicalMessage:
-            return message if message.details is DETAILS_REREAD else index_keep(unwrap(message))
+            return message if message.details is DETAILS_REREAD else others(message)
         return functools.partial(dmpmqmsg.parse_dump, plain_entry=keep.plain), kept
 
     def parse(self, data: bytes, source: str, base_offset: int = 0,
