@@ -1,7 +1,9 @@
 """SAS numerics: truncated doubles in IEEE (either byte order) or S/390 hexadecimal float.
 
 Decoding reads one variable's bytes straight out of a (rows, row length) uint8 matrix of
-observations with a compiled kernel; encoding is vectorised with numpy. A stored value of
+observations with a compiled kernel. Encoding places doubles made by numpy (``place_numbers``),
+or, for IEEE numerics of the common Arrow types, reads the column's value slots and validity
+bitmap as they come and writes the values in one kernel pass (``place_slots``). A stored value of
 ``width`` bytes is the high-order ``width`` bytes of an 8-byte double (docs/spec/sas-records.md#numeric-values).
 """
 from __future__ import annotations
