@@ -22,7 +22,7 @@
 
 /* ---- buffers --------------------------------------------------------------------------- */
 
-enum { ANY_INT = 'i', ANY_UINT = 'u', FLOAT = 'f', BOOL = '?' };
+enum { ANY_INT = 'i', ANY_UINT = 'u', FLOAT = 'f', BOOL = '?', NUMBER = 'n' };
 
 /* A C-contiguous buffer of `ndim` dimensions (0: any) whose items are `kind` of `itemsize`
    bytes (itemsize 0: 4 or 8). Returns 0, or -1 with an exception set. */
@@ -40,6 +40,7 @@ take(PyObject *obj, Py_buffer *view, const char *name, char kind, Py_ssize_t ite
         case ANY_INT: ok = strchr("bhilqn", format[0]) != NULL; break;
         case ANY_UINT: ok = strchr("BHILQNc", format[0]) != NULL; break;
         case FLOAT: ok = format[0] == 'd'; break;
+        case NUMBER: ok = strchr("ilqnfd", format[0]) != NULL; break; /* int32, int64, float32, float64 */
         default: ok = format[0] == '?'; break;
         }
     }
@@ -87,6 +88,14 @@ release(Py_buffer *views, int n)
 {
     for (int i = 0; i < n; i++)
         PyBuffer_Release(&views[i]);
+}
+
+/* Whether two buffers share a byte. */
+static int
+overlap(const void *a, Py_ssize_t a_len, const void *b, Py_ssize_t b_len)
+{
+    return a_len && b_len && (uintptr_t)a < (uintptr_t)b + (uintptr_t)b_len
+           && (uintptr_t)b < (uintptr_t)a + (uintptr_t)a_len;
 }
 
 /* One array argument of a kernel: what take() checks it for. */
@@ -1541,8 +1550,7 @@ ato_rows(PyObject *self, PyObject *args)
     Py_ssize_t size = v[0].len, room = v[8].len;
     /* The row loops take buf and out as restrict pointers: rows written over the bytes being read
        would be undefined behaviour, not merely other bytes. */
-    if (size && room && (uintptr_t)buf < (uintptr_t)out + (uintptr_t)room
-        && (uintptr_t)out < (uintptr_t)buf + (uintptr_t)size) {
+    if (overlap(buf, size, out, room)) {
         release(v, 9);
         return PyErr_Format(PyExc_ValueError, "ato_rows: out overlaps buf");
     }
@@ -1829,6 +1837,93 @@ put_high_bytes(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* sas_numbers._put_arrow_numbers (flat already moved to the column's first byte), a block of values at a
+   time: each value's double (an integer plus `add`, wrapping as numpy's int64 sums do, then divided by
+   `divisor`) and its bits, "." for a NaN or a null, gathered, then placed by put_high_bytes_rows. */
+#define NUMBER_BLOCK 256
+#define ARROW_DOUBLES(TYPE, MAKE)                                                                      \
+    for (Py_ssize_t i = 0; i < m; i++) {                                                               \
+        TYPE v;                                                                                        \
+        memcpy(&v, (const char *)values + (s + i) * sizeof(TYPE), sizeof(TYPE));                       \
+        double x = (MAKE);                                                                             \
+        if (divide)                                                                                    \
+            x /= divisor;                                                                              \
+        uint64_t b, nan = -(uint64_t)(x != x);                                                         \
+        memcpy(&b, &x, 8);                                                                             \
+        bits[i] = (b & ~nan) | (IEEE_MISSING_DOT & nan);                                               \
+    }                                                                                                  \
+    break
+
+static const uint64_t IEEE_MISSING_DOT = 0xFFFFFE0000000000ULL;
+
+FOR_THIS_MACHINE static void
+put_arrow_numbers_rows(const void *restrict values, char type, Py_ssize_t n, const uint8_t *restrict validity,
+                       Py_ssize_t validity_offset, int64_t add, double divisor, uint8_t *restrict flat,
+                       Py_ssize_t row_length, Py_ssize_t width, int big_endian)
+{
+    uint64_t bits[NUMBER_BLOCK];
+    int divide = divisor != 1.0;
+    for (Py_ssize_t s = 0; s < n; s += NUMBER_BLOCK) {
+        Py_ssize_t m = n - s < NUMBER_BLOCK ? n - s : NUMBER_BLOCK;
+        switch (type) {
+        case 'd': ARROW_DOUBLES(double, v);
+        case 'f': ARROW_DOUBLES(float, (double)v);
+        case 'i': ARROW_DOUBLES(int32_t, (double)(int64_t)((uint64_t)(int64_t)v + (uint64_t)add));
+        default: ARROW_DOUBLES(int64_t, (double)(int64_t)((uint64_t)v + (uint64_t)add));
+        }
+        if (validity)
+            for (Py_ssize_t i = 0; i < m; i++) {
+                Py_ssize_t bit = validity_offset + s + i;
+                uint64_t null = ((validity[bit >> 3] >> (bit & 7)) & 1) - 1; /* all ones for a null */
+                bits[i] = (bits[i] & ~null) | (IEEE_MISSING_DOT & null);
+            }
+        put_high_bytes_rows(bits, m, flat + s * row_length, row_length, width, big_endian);
+    }
+}
+
+static PyObject *
+put_arrow_numbers(PyObject *self, PyObject *args)
+{
+    PyObject *objs[3];
+    Py_ssize_t validity_offset, row_length, at, width;
+    long long add;
+    double divisor;
+    int big_endian;
+    if (!PyArg_ParseTuple(args, "OOnLdOnnnp:put_arrow_numbers", &objs[0], &objs[1], &validity_offset, &add,
+                          &divisor, &objs[2], &row_length, &at, &width, &big_endian))
+        return NULL;
+    static const ArraySpec specs[3] = {
+        {"values", NUMBER, 0, 1, 0}, {"validity", ANY_UINT, 1, 1, 0}, {"flat", ANY_UINT, 1, 0, 1},
+    };
+    Py_buffer v[3];
+    if (take_all(objs, v, specs, 3) < 0)
+        return NULL;
+    char type = v[0].format[strspn(v[0].format, "@=<>!")];
+    type = type == 'd' || type == 'f' ? type : v[0].itemsize == 4 ? 'i' : 'q';
+    Py_ssize_t n = items(&v[0]), bitmap = v[1].len;
+    const char *problem =
+        width < 1 || width > 8 ? "the width is not 1 to 8"
+        : !columns_fit(n, v[2].len, row_length, at, width) ? "the rows do not hold the values' column"
+        : add && (type == 'd' || type == 'f') ? "an integer added to floating-point values"
+        : bitmap && (validity_offset < 0 || validity_offset > bitmap * 8 || n > bitmap * 8 - validity_offset)
+            ? "the validity bitmap does not hold a bit per value"
+        : overlap(v[2].buf, v[2].len, v[0].buf, v[0].len) || overlap(v[2].buf, v[2].len, v[1].buf, bitmap)
+            ? "flat overlaps the values or their bitmap"
+        : NULL;
+    if (problem) {
+        release(v, 3);
+        return PyErr_Format(PyExc_ValueError, "put_arrow_numbers: %s (%zd values of %zd bytes at %zd of rows of "
+                            "%zd bytes, %zd of rows, a bitmap of %zd bytes from bit %zd)", problem, n, width, at,
+                            row_length, v[2].len, bitmap, validity_offset);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    put_arrow_numbers_rows(v[0].buf, type, n, bitmap ? v[1].buf : NULL, validity_offset, (int64_t)add, divisor,
+                           (uint8_t *)v[2].buf + at, row_length, width, big_endian);
+    Py_END_ALLOW_THREADS
+    release(v, 3);
+    Py_RETURN_NONE;
+}
+
 /* strings._put_padded (flat already moved to the column's first byte): each value then blanks to
    `width`, by put_string (one block load and blend when the data holds STRING_TAIL bytes past the
    value's start). */
@@ -1870,8 +1965,7 @@ put_padded(PyObject *self, PyObject *args)
             problem = "offsets must rise inside data, each value no longer than the width";
     /* The loop takes data and flat as restrict pointers (put_string's block loads): rows written over
        the values being read would be undefined behaviour. */
-    if (!problem && size && v[2].len && (uintptr_t)data < (uintptr_t)flat + (uintptr_t)v[2].len
-        && (uintptr_t)flat < (uintptr_t)data + (uintptr_t)size)
+    if (!problem && overlap(data, size, flat, v[2].len))
         problem = "flat overlaps data";
     if (problem) {
         release(v, 3);
@@ -1900,6 +1994,7 @@ static PyMethodDef methods[] = {
     {"x_records", x_records, METH_VARARGS, "hex_lines._x_records"},
     {"put_high_bytes", put_high_bytes, METH_VARARGS, "sas_numbers._put_high_bytes"},
     {"put_padded", put_padded, METH_VARARGS, "strings._put_padded"},
+    {"put_arrow_numbers", put_arrow_numbers, METH_VARARGS, "sas_numbers._put_arrow_numbers"},
     {NULL, NULL, 0, NULL},
 };
 

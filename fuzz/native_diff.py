@@ -929,6 +929,56 @@ def check_put_padded(p: Parameters, data: bytes) -> None:
         one_refused(p, strings._put_padded, args, "put_padded", wrongs)
 
 
+@functools.lru_cache(maxsize=None)
+def slot_material() -> Tuple[bytes, ...]:
+    """Arrow value slots: doubles of SAS's special missing patterns, NaNs of other payloads, -0.0 and
+    the infinities; int64 microseconds and nanoseconds, near the int64 limits too (where adding the
+    epoch shift wraps); int32 days."""
+    doubles = np.array([0xFFFFE10000000000, 0xFFFFFE0000000000, 0x7FF0000000000001, 0xFFF8000000000000,
+                        0x8000000000000000, 0x7FF0000000000000, 0xFFF0000000000000, 1], np.uint64)
+    integers = np.array([1_700_000_000_123_456, -315_619_200_000_000, 2 ** 53 + 1, 2 ** 63 - 1, -2 ** 63,
+                         86_399_999_999_999, -1, 0], np.int64)
+    days = np.array([0, -3653, 2_936_547, -138_061, 2 ** 31 - 1, -2 ** 31, 19_000, 1], np.int32)
+    return (doubles.astype("<u8").tobytes() * 3, integers.astype("<i8").tobytes() * 3, days.astype("<i4").tobytes() * 6,
+            *double_material())
+
+
+SLOT_TYPES = (np.float64, np.float32, np.int32, np.int64)
+
+
+def check_put_arrow_numbers(p: Parameters, data: bytes) -> None:
+    data = on_material(p, data, slot_material())
+    dtype = np.dtype(p.choice(SLOT_TYPES))
+    values = np.frombuffer(data[:len(data) // dtype.itemsize * dtype.itemsize], dtype).copy()
+    integers = dtype.kind == "i"
+    add = p.choice((0, 0, 3653, 315_619_200_000_000, 1 - 2 ** 63, 2 ** 63 - 1)) if integers else 0
+    divisor = p.choice((1.0, 1.0, 1e6, 1e9, 3.0, -0.5, 0.0))
+    validity_offset = p.integer(0, 20)
+    if p.chance(2):  # no nulls
+        bitmap = np.zeros(0, np.uint8)
+    else:
+        rng = np.random.default_rng(p.integer(0, 1 << 16))
+        need = -(-(validity_offset + len(values)) // 8)
+        bitmap = rng.integers(0, 256, need + p.integer(0, 3), dtype=np.uint8) if need else np.zeros(1, np.uint8)
+    width = p.integer(1, 8)
+    row_length, at, flat = _row_layout(p, len(values), width)
+    args = [placed(values, odd_offset(p)), placed(bitmap, p.integer(0, 7)), validity_offset, add, divisor,
+            placed(flat, p.integer(0, 7)), row_length, at, width, p.chance(4)]
+    same(sas_numbers._put_arrow_numbers, args, "put_arrow_numbers")
+    if p.chance(2):
+        wrongs = [*_rows_wrongs(len(values), row_length, at, width, 5), ("a width of 0", 8, 0), ("a width of 9", 8, 9),
+                  ("values of uint64", 0, values.view(np.uint64) if dtype.itemsize == 8 else values.view(np.uint32)),
+                  ("values of int16", 0, values.view(np.int16))]
+        if not integers:
+            wrongs.append(("an integer added to floats", 3, 1))
+        if len(bitmap) and len(values):
+            wrongs += [("a negative bit offset", 2, -1), ("a bit offset past the bitmap", 2, len(bitmap) * 8 + 1)]
+            short = -(-(validity_offset + len(values)) // 8) - 1
+            if short:  # (an empty bitmap says: no nulls)
+                wrongs.append(("a bitmap short of a bit per value", 1, bitmap[:short]))
+        one_refused(p, sas_numbers._put_arrow_numbers, args, "put_arrow_numbers", wrongs)
+
+
 # -- the target --------------------------------------------------------------------------------------
 
 KERNELS: Dict[str, Tuple[Kernel, Callable[[Parameters, bytes], None]]] = {
@@ -941,7 +991,9 @@ KERNELS: Dict[str, Tuple[Kernel, Callable[[Parameters, bytes], None]]] = {
     "x_lines": (hex_lines._x_lines, check_x_lines),
     "put_high_bytes": (sas_numbers._put_high_bytes, check_put_high_bytes),
     "put_padded": (strings._put_padded, check_put_padded),
-    "x_records": (hex_lines._x_records, check_x_records),  # last: the inputs kept name kernels by index
+    "x_records": (hex_lines._x_records, check_x_records),
+    # Last: the inputs kept name kernels by index, so a new one comes after them.
+    "put_arrow_numbers": (sas_numbers._put_arrow_numbers, check_put_arrow_numbers),
 }
 
 
@@ -961,7 +1013,8 @@ def native_kernels_seeds() -> List[bytes]:
     seeds = []
     for name in KERNELS:
         material = (dump_material()[:4] if name in ("x_run", "decode_spans") else double_material()
-                    if name == "sas_to_arrow_time" else ato_seed_material() if name == "ato_rows" else row_material())
+                    if name == "sas_to_arrow_time" else ato_seed_material() if name == "ato_rows"
+                    else slot_material() if name == "put_arrow_numbers" else row_material())
         for data in (*material, b"", b"X 0A\n", b"\xc3\xa9\xff\x00 @"):
             seeds.extend(make_input(name, block, data) for block in blocks)
     return seeds

@@ -27,6 +27,17 @@ def from_numpy(values: np.ndarray, arrow_type: pa.DataType, missing: Optional[np
     return pa.Array.from_buffers(arrow_type, len(values), [validity, pa.py_buffer(values)], null_count=nulls)
 
 
+def null_mask(array: pa.Array) -> np.ndarray:
+    """Where ``array`` (a one-buffer-validity array: primitive, string, binary) is null, as a numpy
+    boolean array read from its validity bitmap: no Arrow compute call (``is_null`` costs about
+    as much as the column's encoding)."""
+    validity = array.buffers()[0] if array.null_count else None
+    if validity is None:
+        return np.zeros(len(array), dtype=bool)
+    bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=array.offset + len(array), bitorder="little")
+    return bits[array.offset:] == 0
+
+
 def booleans(flags: np.ndarray) -> pa.BooleanArray:
     """A numpy boolean array as an Arrow one (a filter mask), with no nulls."""
     flags = np.asarray(flags, dtype=bool)

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..charsets import CodePage
 from ..compiled import check_rows_hold, kernel
+from .numbers import null_mask
 
 
 class FieldUnicodeDecodeError(UnicodeDecodeError):
@@ -221,10 +222,13 @@ def _put_padded(data, offsets, space, flat, row_length, at, width):
 def encode_strings(values: pa.Array, codepage: CodePage) -> Tuple[np.ndarray, np.ndarray]:
     """(encoded bytes concatenated, int64 offsets) with nulls as empty values."""
     values = values.cast(pa.string()) if values.type != pa.string() else values
-    if values.null_count:  # Arrow's compute call costs about 70 µs even when there is nothing to fill
-        values = values.fill_null("")
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32,
-                            count=len(values) + 1, offset=values.offset * 4).astype(np.int64)
+    offsets = _offsets(values)
+    null = null_mask(values) if values.null_count else None
+    if null is not None and np.diff(offsets)[null].any():
+        # Arrow lets a null's slot hold bytes; builders leave it empty, and then nothing needs
+        # filling (fill_null copies the column: two thirds of a string column's encoding).
+        values, null = values.fill_null(""), None
+        offsets = _offsets(values)
     data_buffer = values.buffers()[2]
     utf8 = (np.frombuffer(data_buffer, dtype=np.uint8)[offsets[0]:offsets[-1]]
             if data_buffer is not None else np.zeros(0, dtype=np.uint8))
@@ -236,8 +240,15 @@ def encode_strings(values: pa.Array, codepage: CodePage) -> Tuple[np.ndarray, np
     data = np.frombuffer(codepage.encode(utf8.tobytes().decode("utf-8")), dtype=np.uint8)
     char_offsets = np.zeros(len(values) + 1, dtype=np.int64)
     import pyarrow.compute as pc  # here: its import costs a reading worker 60 ms (payload/sas_dataset_writer)
-    np.cumsum(pc.utf8_length(values).to_numpy(zero_copy_only=False), out=char_offsets[1:])
+    characters = pc.utf8_length(values)
+    np.cumsum(characters.fill_null(0).to_numpy() if null is not None else characters.to_numpy(), out=char_offsets[1:])
     return data, char_offsets
+
+
+def _offsets(values: pa.StringArray) -> np.ndarray:
+    """The value offsets of a string array (its own, not from 0 when it is a slice), as int64."""
+    return np.frombuffer(values.buffers()[1], dtype=np.int32, count=len(values) + 1,
+                         offset=values.offset * 4).astype(np.int64)
 
 
 def max_encoded_length(values: pa.Array, codepage: CodePage) -> int:

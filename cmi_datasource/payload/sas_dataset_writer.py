@@ -34,7 +34,7 @@ from .sas_dataset import (EPOCH_SHIFT_DAYS, EPOCH_SHIFT_SECONDS, MAX_CHARACTER_L
                           RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES, SasVariable,
                           variable_name_key)
 from .sas_formats import split_display_format
-from .sas_numbers import S390RangeError, place_numbers
+from .sas_numbers import S390RangeError, place_numbers, place_slots
 
 MAX_MESSAGE_BYTES = 32768
 # Observations encoded at a time on a work thread: large enough that numpy and the kernels, which
@@ -327,6 +327,32 @@ def _numbers(column: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
     return np.asarray(values, dtype=np.float64), missing
 
 
+# The Arrow types whose value slots the placing kernel reads as they come (``place_slots``), each
+# with how it makes them doubles, as ``_numbers`` does: (the slots' numpy type, the integer added,
+# the divisor). The rest (and S/390 floats) go through ``_numbers`` and ``place_numbers``.
+_SLOT_READINGS: Dict[pa.DataType, Tuple[type, int, float]] = {
+    pa.float64(): (np.float64, 0, 1.0), pa.float32(): (np.float32, 0, 1.0),
+    pa.int64(): (np.int64, 0, 1.0), pa.int32(): (np.int32, 0, 1.0),
+    pa.date32(): (np.int32, EPOCH_SHIFT_DAYS, 1.0),
+    pa.timestamp("us"): (np.int64, EPOCH_SHIFT_SECONDS * 1_000_000, 1e6),
+    pa.duration("us"): (np.int64, 0, 1e6),
+    pa.time64("ns"): (np.int64, 0, 1e9),
+}
+
+
+def _place_numeric(column: pa.Array, fmt: FloatFormat, rows: np.ndarray, at: int, width: int) -> None:
+    """A numeric column's SAS values into ``rows[:, at:at + width]``."""
+    reading = _SLOT_READINGS.get(column.type) if fmt is not FloatFormat.S390 else None
+    if reading is None:
+        values, missing = _numbers(column)
+        place_numbers(values, missing, fmt, rows, at, width)
+        return
+    dtype, add, divisor = reading
+    validity = column.buffers()[0] if column.null_count else None
+    place_slots(_slots(column, dtype), None if validity is None else np.frombuffer(validity, np.uint8),
+                column.offset, add, divisor, fmt, rows, at, width)
+
+
 def encode_observations(table: pa.Table, variables: Sequence[SasVariable], codepage: CodePage,
                         fmt: FloatFormat, obs_length: int, truncate: bool = False, first_row: int = 0,
                         into: Optional[np.ndarray] = None) -> memoryview:
@@ -344,24 +370,32 @@ def encode_observations(table: pa.Table, variables: Sequence[SasVariable], codep
         rows = into.reshape(shape)
         rows.fill(0)
     for variable, column in zip(variables, table.columns):
-        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        if variable.is_numeric:
-            values, missing = _numbers(column)
-            try:
-                place_numbers(values, missing, fmt, rows, variable.offset, variable.length)
-            except S390RangeError as e:
-                raise CmiEncodeError(f"column {variable.name}: {e}") from None
-        else:
-            if truncate:
-                column = _truncate_strings(column, codepage, variable.length)
-            try:
-                place_strings(column, codepage, rows, variable.offset, variable.length)
-            except UnicodeEncodeError as e:
-                raise not_encodable(f"column {variable.name!r}", e, codepage) from None
-            except ValueError as e:  # Arrow's cast of binary values to text raises ArrowInvalid, a ValueError
-                row = first_row + e.row + 1 if isinstance(e, ValueTooLongError) else "?"
-                raise CmiEncodeError(f"column {variable.name}, row {row}: {e}") from None
+        # A column of several chunks is placed chunk by chunk into their rows: no copy made whole.
+        start = 0
+        for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+            _place_variable(variable, chunk, codepage, fmt, rows[start:start + len(chunk)], truncate, first_row + start)
+            start += len(chunk)
     return rows.reshape(-1).data
+
+
+def _place_variable(variable: SasVariable, column: pa.Array, codepage: CodePage, fmt: FloatFormat, rows: np.ndarray,
+                    truncate: bool, first_row: int) -> None:
+    """One variable's values into their bytes of ``rows`` (a row per value), as ``encode_observations`` says."""
+    if variable.is_numeric:
+        try:
+            _place_numeric(column, fmt, rows, variable.offset, variable.length)
+        except S390RangeError as e:
+            raise CmiEncodeError(f"column {variable.name}: {e}") from None
+        return
+    if truncate:
+        column = _truncate_strings(column, codepage, variable.length)
+    try:
+        place_strings(column, codepage, rows, variable.offset, variable.length)
+    except UnicodeEncodeError as e:
+        raise not_encodable(f"column {variable.name!r}", e, codepage) from None
+    except ValueError as e:  # Arrow's cast of binary values to text raises ArrowInvalid, a ValueError
+        row = first_row + e.row + 1 if isinstance(e, ValueTooLongError) else "?"
+        raise CmiEncodeError(f"column {variable.name}, row {row}: {e}") from None
 
 
 def _truncate_strings(column: pa.Array, codepage: CodePage, width: int) -> pa.Array:

@@ -1,12 +1,14 @@
 """SAS numerics: truncated doubles in IEEE (either byte order) or S/390 hexadecimal float.
 
 Decoding reads one variable's bytes straight out of a (rows, row length) uint8 matrix of
-observations with a compiled kernel; encoding is vectorised with numpy. A stored value of
+observations with a compiled kernel. Encoding places doubles made by numpy (``place_numbers``),
+or, for IEEE numerics of the common Arrow types, reads the column's value slots and validity
+bitmap as they come and writes the values in one kernel pass (``place_slots``). A stored value of
 ``width`` bytes is the high-order ``width`` bytes of an 8-byte double (docs/spec/sas-records.md#numeric-values).
 """
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -115,6 +117,30 @@ def place_numbers(values: np.ndarray, missing: np.ndarray, fmt: FloatFormat, row
     _put_high_bytes(bits, rows.reshape(-1), rows.shape[1], at, width, fmt is not FloatFormat.IEEE_LITTLE)
 
 
+_NO_NULLS = np.zeros(0, dtype=np.uint8)
+
+
+def place_slots(values: np.ndarray, validity: Optional[np.ndarray], validity_offset: int, add: int, divisor: float,
+                fmt: FloatFormat, rows: np.ndarray, at: int, width: int) -> None:
+    """An Arrow column's value slots (``values``: float64, float32, int32 or int64) and validity
+    bitmap (None: no nulls; bit ``validity_offset + i`` for value i) as IEEE SAS numerics of
+    ``width`` bytes into ``rows[:, at:at + width]``, each value made a double as
+    ``_put_arrow_numbers`` says: what ``place_numbers`` writes of those doubles, without them."""
+    if fmt is FloatFormat.S390 or values.dtype not in (np.float64, np.float32, np.int32, np.int64):
+        raise ValueError(f"{values.dtype} values are not placed as {fmt.name} numerics here: place_numbers")
+    if add and values.dtype.kind == "f":
+        raise ValueError("an integer added to floating-point values")
+    bitmap = _NO_NULLS if validity is None else np.asarray(validity, dtype=np.uint8)
+    if not 1 <= width <= 8 or validity_offset < 0 or (len(bitmap) and len(bitmap) * 8 < validity_offset + len(values)):
+        raise ValueError(f"{len(values)} numbers of {width} bytes (1 to 8) with a bitmap of {len(bitmap)} bytes "
+                         f"from bit {validity_offset}")
+    check_rows_hold(rows, len(values), at, width)
+    if not values.flags.aligned:  # an Arrow buffer need not be aligned to its items; the C kernel's loads must be
+        values = values.copy()
+    _put_arrow_numbers(values, bitmap, validity_offset, add, divisor, rows.reshape(-1), rows.shape[1], at, width,
+                       fmt is not FloatFormat.IEEE_LITTLE)
+
+
 @kernel(native="put_high_bytes")
 def _put_high_bytes(bits, flat, row_length, at, width, big_endian):
     """The high-order ``width`` bytes of each bits[i] into row i's bytes at..at + width - 1 of
@@ -122,16 +148,46 @@ def _put_high_bytes(bits, flat, row_length, at, width, big_endian):
     ``big_endian`` is false, as they stand in a little-endian double. Bounds: the caller checks
     that flat holds a row per value, 1 <= width <= 8 and at + width <= row_length."""
     for i in range(bits.shape[0]):
-        o = i * row_length + at
-        b = bits[i]
-        if big_endian:
-            for k in range(width):
-                flat[o + k] = (b >> np.uint64(56 - 8 * k)) & np.uint64(0xFF)
+        _put_bits(flat, i * row_length + at, bits[i], width, big_endian)
+
+
+@kernel
+def _put_bits(flat, o, b, width, big_endian):
+    """The high-order ``width`` bytes of ``b`` at flat[o:o + width] (see ``_put_high_bytes``)."""
+    if big_endian:
+        for k in range(width):
+            flat[o + k] = (b >> np.uint64(56 - 8 * k)) & np.uint64(0xFF)
+    else:
+        b = b >> np.uint64(64 - 8 * width)
+        for k in range(width):
+            flat[o + k] = b & np.uint64(0xFF)
+            b = b >> np.uint64(8)
+
+
+@kernel(native="put_arrow_numbers")
+def _put_arrow_numbers(values, validity, validity_offset, add, divisor, flat, row_length, at, width, big_endian):
+    """Each of ``values`` (an Arrow column's slots as they come: float64, float32, int32 or int64)
+    as an IEEE SAS numeric of ``width`` bytes into row i's bytes at..at + width - 1 of ``flat``,
+    as ``place_numbers`` writes the doubles ``_numbers`` makes of them: an integer plus ``add``
+    (wrapping, as numpy's int64 sums do; 0 for floats), then divided by ``divisor`` (1 for none),
+    the double's bits; "." where the value is NaN or null (bit ``validity_offset + i`` of the
+    Arrow validity bitmap ``validity`` clear; an empty ``validity``: no nulls). Bounds: the caller
+    checks that the bitmap holds those bits, flat holds a row per value, 1 <= width <= 8,
+    at + width <= row_length and flat overlaps neither input."""
+    double = np.empty(1, dtype=np.float64)
+    pattern = double.view(np.uint64)
+    for i in range(values.shape[0]):
+        if add != 0:
+            x = np.float64(np.int64(values[i]) + np.int64(add)) / divisor
         else:
-            b = b >> np.uint64(64 - 8 * width)
-            for k in range(width):
-                flat[o + k] = b & np.uint64(0xFF)
-                b = b >> np.uint64(8)
+            x = np.float64(values[i]) / divisor
+        bit = validity_offset + i
+        if x != x or (validity.shape[0] > 0 and (validity[bit >> 3] >> (bit & 7)) & 1 == 0):
+            b = IEEE_MISSING_DOT
+        else:
+            double[0] = x
+            b = pattern[0]
+        _put_bits(flat, i * row_length + at, b, width, big_endian)
 
 
 class S390RangeError(ValueError):

@@ -182,12 +182,13 @@ def test_a_c_kernel_that_runs_past_a_huge_count_is_found(monkeypatch):
 
 
 @BOUNDED
-@given(st.sampled_from(["x_lines", "put_high_bytes", "put_padded"]),
+@given(st.sampled_from(["x_lines", "put_high_bytes", "put_padded", "put_arrow_numbers"]),
        st.binary(min_size=PARAMETER_BYTES, max_size=PARAMETER_BYTES), st.binary(max_size=400))
 def test_the_write_kernels_run_alike(kernel, parameters, data):
     """The write's kernels alone: X lines of payloads past the C's 8 KiB block, of widths either side
     of its one-block line copy, with any 16 digits; numbers and text placed at any column of rows,
     values ending near or far from the data's end; their outputs cut short; calls outside their
     bounds (a column past the row, fewer rows than values, values longer than the width or falling
-    offsets, a blank that is no byte), which the C kernel alone runs and must refuse."""
+    offsets, a blank that is no byte, a validity bitmap short of a bit per value), which the C
+    kernel alone runs and must refuse; Arrow slots of every type the write reads, with nulls."""
     native_kernels_target(make_input(kernel, parameters, data))

@@ -37,7 +37,8 @@ NATIVE_KERNELS = {hex_lines.x_run: "x_run", dump_spans._decode_spans: "decode_sp
                   strings._trim_and_gather: "trim_and_gather",
                   sas_numbers._gather_fields: "gather_fields", sas_dataset._sas_to_arrow_time: "sas_to_arrow_time",
                   observations._ato_rows: "ato_rows", hex_lines._x_lines: "x_lines", hex_lines._x_records: "x_records",
-                  sas_numbers._put_high_bytes: "put_high_bytes", strings._put_padded: "put_padded"}
+                  sas_numbers._put_high_bytes: "put_high_bytes", strings._put_padded: "put_padded",
+                  sas_numbers._put_arrow_numbers: "put_arrow_numbers"}
 DUMPS = ("mixed_types.dmp", "big_endian_273_819.dmp", "zos_785_37.dmp", "nightly_batch.dmp", "files.dmp",
          "seed000_external_file.dmp")
 
@@ -222,6 +223,46 @@ def test_numbers_placed_alike(values, width, at, slack, big_endian):
     row_length = at + width + slack
     flat = np.full(len(values) * row_length + 3, 0xEE, np.uint8)
     _same(sas_numbers._put_high_bytes, bits, flat, row_length, at, width, big_endian)
+
+
+@settings(max_examples=150)
+@given(st.sampled_from([np.float64, np.float32, np.int32, np.int64]), st.binary(max_size=320), st.integers(1, 8),
+       st.integers(0, 5), st.integers(0, 5), st.booleans(), st.sampled_from([None, 0, 1, 7, 8, 13]),
+       st.sampled_from([0, 3653, 315_619_200_000_000, 2 ** 63 - 1]), st.sampled_from([1.0, 1e6, 1e9, 0.0]))
+def test_arrow_slots_placed_alike(dtype, raw, width, at, slack, big_endian, validity_offset, add, divisor):
+    values = np.frombuffer(raw[:len(raw) // np.dtype(dtype).itemsize * np.dtype(dtype).itemsize], dtype)
+    add = add if np.dtype(dtype).kind == "i" else 0
+    bitmap = (np.resize(np.frombuffer(bytes(reversed(raw)), np.uint8), (validity_offset + len(values) + 7) // 8 + 1)
+              if validity_offset is not None and len(raw) else np.zeros(0, np.uint8))
+    row_length = at + width + slack
+    flat = np.full(len(values) * row_length + 3, 0xEE, np.uint8)
+    _same(sas_numbers._put_arrow_numbers, values, bitmap, validity_offset or 0, add, divisor, flat, row_length, at,
+          width, big_endian)
+
+
+def test_the_arrow_slots_kernel_refuses_what_does_not_fit():
+    put = sas_numbers._put_arrow_numbers.native_function()
+    values, bitmap = np.arange(4, dtype=np.int64), np.array([0b1011], np.uint8)
+    flat = np.zeros(32, np.uint8)
+    put(values, bitmap, 4, 3653, 1.0, flat, 8, 0, 8, False)
+    assert flat.view(np.int64)[::1].tolist() == [0xFFFFFE0000000000 - (1 << 64)] * 4  # bits 4-7: all null
+    put(values, bitmap, 0, 3653, 1.0, flat, 8, 0, 8, False)
+    assert flat.view(np.float64)[[0, 1, 3]].tolist() == [3653.0, 3654.0, 3656.0]
+    for call, match in (((values, bitmap, 5, 0, 1.0, flat, 8, 0, 8, False), "bitmap does not hold"),
+                        ((values, bitmap, -1, 0, 1.0, flat, 8, 0, 8, False), "bitmap does not hold"),
+                        ((values.view(np.float64), bitmap, 0, 1, 1.0, flat, 8, 0, 8, False), "added to floating"),
+                        ((values, bitmap, 0, 0, 1.0, flat[:31], 8, 0, 8, False), "do not hold"),
+                        ((values, bitmap, 0, 0, 1.0, flat, 8, 1, 8, False), "do not hold"),
+                        ((values, bitmap, 0, 0, 1.0, flat, 8, 0, 9, False), "not 1 to 8"),
+                        ((values, bitmap, 0, 0, 1.0, values.view(np.uint8), 8, 0, 8, False), "overlaps"),
+                        ((values[:1], bitmap, 0, 0, 1.0, bitmap, 1, 0, 1, False), "overlaps")):
+        with pytest.raises(ValueError, match=match):
+            put(*call)
+    for wrong in (values.view(np.uint64), values.astype(np.int16), values.astype(np.float16), values.reshape(2, 2)):
+        with pytest.raises(TypeError, match="values"):
+            put(wrong, bitmap, 0, 0, 1.0, flat, 8, 0, 8, False)
+    with pytest.raises(ValueError, match="aligned"):
+        put(np.zeros(33, np.uint8)[1:].view(np.int64), bitmap, 0, 0, 1.0, flat, 8, 0, 8, False)
 
 
 @settings(max_examples=150)

@@ -417,6 +417,47 @@ def test_fixed_width_from_sliced_array():
         assert strings_from_fixed_width(matrix, cp).to_pylist() == ["é", None, "xy"]
 
 
+def _with_bytes_in_null_slots(values: list) -> pa.StringArray:
+    """A string array of ``values`` whose nulls' slots hold bytes ("junk"), as Arrow allows and
+    some producers leave them (a filtered or masked column)."""
+    data, ends = b"", [0]
+    for v in values:
+        data += b"junk" if v is None else v.encode("utf-8")
+        ends.append(len(data))
+    validity = np.packbits([v is not None for v in values], bitorder="little")
+    return pa.StringArray.from_buffers(len(values), pa.py_buffer(np.array(ends, np.int32)), pa.py_buffer(data),
+                                       pa.py_buffer(validity), values.count(None))
+
+
+@pytest.mark.parametrize("ccsid", (1208, 819, 37))
+def test_nulls_encode_as_blanks_whatever_their_slots_hold(ccsid):
+    """A null is a blank field whether its slot is empty (what Arrow's builders make: no fill
+    needed) or holds bytes (filled as empty first), at every position, in slices too."""
+    cp = code_page(ccsid)
+    b = blank_of(ccsid)
+    values = ["é", None, "xy", None, None, "", "abc", None]
+    expected = [pad(cp.encode(v), 3, b) if v else b * 3 for v in values]
+    built = pa.array(values, type=pa.string())
+    junk = _with_bytes_in_null_slots(values)
+    assert np.diff(np.frombuffer(junk.buffers()[1], np.int32))[1] == 4  # the null's slot really holds bytes
+    for array in (built, junk):
+        assert [bytes(r) for r in fixed_width_from_strings(array, cp, 3)] == expected
+        for start in range(len(values)):
+            for stop in range(start, len(values) + 1):
+                got = fixed_width_from_strings(array.slice(start, stop - start), cp, 3)
+                assert [bytes(r) for r in got] == expected[start:stop], (start, stop)
+    # Only a null's bytes are junk: a value's never are, so the same offsets with no nulls keep them.
+    valid = pa.StringArray.from_buffers(len(values), junk.buffers()[1], junk.buffers()[2])
+    assert bytes(fixed_width_from_strings(valid, cp, 4)[1]) == cp.encode("junk")
+
+
+def test_longest_encoded_value_leaves_out_what_null_slots_hold():
+    from cmi_datasource.arrow.strings import max_encoded_length
+    junk = _with_bytes_in_null_slots(["ab", None, "é"])
+    assert max_encoded_length(junk, code_page(1208)) == 2 and max_encoded_length(junk, code_page(819)) == 2
+    assert max_encoded_length(junk.slice(1, 1), code_page(1208)) == 0
+
+
 @pytest.mark.parametrize("ccsid", sorted(LACKS))
 def test_character_missing_from_the_code_page(ccsid):
     with pytest.raises(UnicodeEncodeError):
