@@ -85,7 +85,7 @@ class Run:
         files = self.files(n)
         return self._once(("read", n), lambda: best_of_each(
             {"cmi": partial(self.read, "cmi", files.dump), "parquet": partial(self.read, "parquet", files.parquet)},
-            self.settings.repeat))[fmt]
+            self.settings.repeat, inputs={"cmi": [files.dump], "parquet": [files.parquet]}))[fmt]
 
     def sampled_read(self, path: str) -> PeakRss:
         """Peak memory during a read of the dump at ``path`` (a run of its own, untimed: the
@@ -205,17 +205,17 @@ def warm_read(run: Run) -> Outcome:
     for n in run.settings.rows:
         files = run.files(n)
         cmi_s, parquet_s = run.read_s("cmi", n), run.read_s("parquet", n)
-        floor_s = best_of(partial(run.read, "bench_arrow_floor", files.ipc), repeat)
+        floor_s = best_of(partial(run.read, "bench_arrow_floor", files.ipc), repeat, inputs=[files.ipc])
         # The same floor split like cmi's partitions: Spark's cost per Python task apart.
         partitions = run.cmi_partitions(n)
         floor_as_cmi = files.floor_files(partitions)
-        floor_as_cmi_s = best_of(partial(run.read, "bench_arrow_floor", floor_as_cmi), repeat)
+        floor_as_cmi_s = best_of(partial(run.read, "bench_arrow_floor", floor_as_cmi), repeat, inputs=[floor_as_cmi])
 
         def pandas_route(files: BenchFiles = files) -> None:
             import pandas as pd
             noop(spark.createDataFrame(pd.read_sas(files.xport, format="xport")))
 
-        pandas_s = best_of(pandas_route, repeat)
+        pandas_s = best_of(pandas_route, repeat, inputs=[files.xport])
         cold_s, warm_s, fromhex_s, obs = core_times(files.dump, repeat)
         hex_core_s = hex_core_time(files.dump, repeat)
         mb = obs / 1e6
@@ -260,8 +260,10 @@ def mqget(run: Run) -> Outcome:
         with run.scratch("mqget") as tmp:
             capture = write_capture(os.path.join(tmp, "bench.mqget"), n, "mqget")
             os.sync()
+            parquet = run.files(n).parquet
             times = best_of_each({"mqget": partial(run.read, "cmi", capture),
-                                  "parquet": partial(run.read, "parquet", run.files(n).parquet)}, run.settings.repeat)
+                                  "parquet": partial(run.read, "parquet", parquet)}, run.settings.repeat,
+                                 inputs={"mqget": [capture], "parquet": [parquet]})
             mqget_s, parquet_s = times["mqget"], times["parquet"]
             size_mb = os.path.getsize(capture) / 1e6
         targets.append(Target(f"4. warm read, binary MQGET capture, {n:,} rows", 1.15, "cmi / Parquet",
@@ -327,7 +329,7 @@ def scale(run: Run) -> Outcome:
         first_rss = run.sampled_read(dump)  # planning: the first read builds the index
         first_s = time.perf_counter() - t0
         warm_rss = run.sampled_read(dump)
-        big_s = best_of(lambda: run.read("cmi", dump), 2, warmup=False)
+        big_s = best_of(lambda: run.read("cmi", dump), 2, warmup=False, inputs=[dump])
         dump_mb = os.path.getsize(dump) / 1e6
     growth = big / base
     worker_peak = max(first_rss.worker_mb, warm_rss.worker_mb)
@@ -373,7 +375,7 @@ def transports(run: Run) -> Outcome:
         os.sync()
         sizes = {fmt: os.path.getsize(capture) / 1e6 for fmt, capture in captures.items()}
         times = best_of_each({fmt: partial(run.read, "cmi", capture) for fmt, capture in captures.items()},
-                             run.settings.repeat)
+                             run.settings.repeat, inputs={fmt: [capture] for fmt, capture in captures.items()})
     mq_s = times["dmpmqmsg"]
     targets = [Target(f"7. {label} capture, {n:,} rows", 1.1, "time / MQ dump time",
                       f"{n / times[fmt]:,.0f} rows/s, MQ dump {n / mq_s:,.0f} rows/s", times[fmt] / mq_s)
