@@ -328,9 +328,16 @@ def _plain_attribute_fields(data: bytes, records: np.ndarray, wanted: Optional[T
 # What a scan for a message index reads of a plain record in C (``_plain_attribute_fields``): the
 # fields of its descriptor, then those saying whether it is a plain message (``_is_plain``).
 _ENTRY_FIELDS = DESCRIPTOR_FIELDS + ("msg_flags", "format")
-_ENTRY_ROWS = tuple(rows[0] for rows in ([i for i, row in enumerate(_ATTRIBUTE_TABLE) if row[1] == name]
-                                         for name in _ENTRY_FIELDS) if len(rows) == 1)
-assert len(_ENTRY_ROWS) == len(_ENTRY_FIELDS), "each field an index entry reads has one attribute code"
+_FLAGS_AT, _FORMAT_AT = _ENTRY_FIELDS.index("msg_flags"), _ENTRY_FIELDS.index("format")
+
+
+def _table_row(name: str) -> int:
+    """The row of _ATTRIBUTE_TABLE of the one attribute code of field ``name``."""
+    (row,) = [i for i, (_, field, *_) in enumerate(_ATTRIBUTE_TABLE) if field == name]
+    return row
+
+
+_ENTRY_ROWS = tuple(map(_table_row, _ENTRY_FIELDS))
 
 
 def _plain_messages(data: bytes, decoded: np.ndarray, records: np.ndarray, source: str, base_offset: int,
@@ -346,7 +353,7 @@ def _plain_messages(data: bytes, decoded: np.ndarray, records: np.ndarray, sourc
     payloads = memoryview(decoded)
     for (start, attributes_end, run_end, payload_end), fields in zip(records.tolist(), parsed):
         offset = base_offset + start
-        if plain_entry is not None and fields is not None and _is_plain(fields[4], fields[5]):
+        if plain_entry is not None and fields is not None and _is_plain(fields[_FLAGS_AT], fields[_FORMAT_AT]):
             yield plain_entry(made_whole(Descriptor, dict(zip(DESCRIPTOR_FIELDS, fields))),
                               payloads[payload_start:payload_end], Origin(source, index, offset, base_offset + run_end))
         else:
