@@ -632,19 +632,80 @@ attribute_block_fields(const uint8_t *t, Py_ssize_t start, Py_ssize_t end, Attri
     return fields;
 }
 
+/* The values the attribute block t[start:end] gives the codes of the table rows `wanted` (their
+   indexes), as attribute_block_fields reads its lines: a tuple in the order of `wanted`, a code the
+   block gives no value holding its default; Py_None when a line is not in the well-formed case;
+   NULL with an exception set. `slot`: each row's place in `wanted`, -1 for none. */
+static PyObject *
+attribute_block_values(const uint8_t *t, Py_ssize_t start, Py_ssize_t end, AttributeCode *codes, Py_ssize_t n,
+                       const Py_ssize_t *wanted, const Py_ssize_t *slot, Py_ssize_t count)
+{
+    PyObject *values[ATTRIBUTE_CODES_MAX] = {NULL};
+    Py_ssize_t next = 0;
+    int outcome = LINE_PARSED;
+    for (Py_ssize_t p = start; p <= end;) {
+        Py_ssize_t e = line_end(t, p, end);
+        const AttributeCode *a = NULL;
+        PyObject *value = NULL;
+        outcome = attribute_line(t, p, e, codes, n, &next, &a, &value);
+        if (outcome == LINE_PARSED) {
+            Py_ssize_t k = slot[a - codes];
+            if (k >= 0)
+                Py_XSETREF(values[k], value);  /* a later line of a field overrides an earlier one */
+            else
+                Py_DECREF(value);
+        }
+        if (outcome == LINE_FAILED || outcome == LINE_DECLINED)
+            break;
+        p = e + 1;
+    }
+    PyObject *result = NULL;
+    if (outcome == LINE_DECLINED) {
+        result = Py_NewRef(Py_None);
+    } else if (outcome != LINE_FAILED && (result = PyTuple_New(count)) != NULL) {
+        for (Py_ssize_t k = 0; k < count; k++) {
+            PyTuple_SET_ITEM(result, k, values[k] != NULL ? values[k] : Py_NewRef(codes[wanted[k]].fallback));
+            values[k] = NULL;
+        }
+    }
+    for (Py_ssize_t k = 0; k < count; k++)
+        Py_XDECREF(values[k]);
+    return result;
+}
+
 /* dmpmqmsg._plain_attribute_fields: a list of the fields of each record's attribute block
-   (the rows of plain_records: start, end of the block), None for one the line parser reads. */
+   (the rows of plain_records: start, end of the block), None for one the line parser reads; with
+   `wanted` (a tuple of indexes of table rows), the values of those codes alone, a tuple a record
+   (attribute_block_values). */
 static PyObject *
 attribute_fields(PyObject *self, PyObject *args)
 {
-    PyObject *objs[2], *table;
+    PyObject *objs[2], *table, *wanted_rows = NULL;
     Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "OOnO:attribute_fields", &objs[0], &objs[1], &count, &table))
+    if (!PyArg_ParseTuple(args, "OOnO|O:attribute_fields", &objs[0], &objs[1], &count, &table, &wanted_rows))
         return NULL;
     AttributeCode codes[ATTRIBUTE_CODES_MAX];
     Py_ssize_t n = attribute_codes(table, codes);
     if (n < 0)
         return NULL;
+    Py_ssize_t wanted[ATTRIBUTE_CODES_MAX], slot[ATTRIBUTE_CODES_MAX], wanted_count = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        slot[i] = -1;
+    if (wanted_rows != NULL) {
+        if (!PyTuple_Check(wanted_rows) || PyTuple_GET_SIZE(wanted_rows) > n)
+            return PyErr_Format(PyExc_TypeError, "attribute_fields: wanted is a tuple of at most %zd rows", n);
+        wanted_count = PyTuple_GET_SIZE(wanted_rows);
+        for (Py_ssize_t k = 0; k < wanted_count; k++) {
+            Py_ssize_t row = PyLong_AsSsize_t(PyTuple_GET_ITEM(wanted_rows, k));
+            if (row == -1 && PyErr_Occurred())
+                return NULL;
+            if (row < 0 || row >= n || slot[row] >= 0)
+                return PyErr_Format(PyExc_ValueError, "attribute_fields: wanted names row %zd (of %zd) twice or "
+                                    "none", row, n);
+            wanted[k] = row;
+            slot[row] = k;
+        }
+    }
     static const ArraySpec specs[2] = {{"text", ANY_UINT, 1, 0, 0}, {"records", ANY_INT, 8, 2, 0}};
     Py_buffer v[2];
     if (take_all(objs, v, specs, 2) < 0)
@@ -668,7 +729,9 @@ attribute_fields(PyObject *self, PyObject *args)
     PyObject *result = PyList_New(count);
     for (Py_ssize_t i = 0; result != NULL && i < count; i++) {
         const int64_t *row = records + i * columns;
-        PyObject *fields = attribute_block_fields(t, (Py_ssize_t)row[0], (Py_ssize_t)row[1], codes, n);
+        PyObject *fields = wanted_rows != NULL
+            ? attribute_block_values(t, (Py_ssize_t)row[0], (Py_ssize_t)row[1], codes, n, wanted, slot, wanted_count)
+            : attribute_block_fields(t, (Py_ssize_t)row[0], (Py_ssize_t)row[1], codes, n);
         if (fields == NULL)
             Py_CLEAR(result);
         else

@@ -55,3 +55,13 @@ def replaced(instance: Frozen, changes: Mapping[str, Any]) -> Frozen:
     if len(values) != len(instance.__dict__):
         raise TypeError(f"{cls.__name__} has no field {sorted(changes.keys() - instance.__dict__.keys())[0]!r}")
     return copy
+
+
+def made_whole(cls: Type[Frozen], values: Dict[str, Any]) -> Frozen:
+    """``made(cls, values)`` for ``values`` that give every field, in field order, and become the
+    instance's own ``__dict__``: no copy and no check (the caller's dict display is; its tests
+    compare the objects with ``made``'s). For a reader that makes several objects a message, run
+    after run: 0.9 us a ``Descriptor`` against ``made``'s 1.7."""
+    instance = object.__new__(cls)
+    object.__setattr__(instance, "__dict__", values)
+    return instance

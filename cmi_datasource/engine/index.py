@@ -21,7 +21,7 @@ from typing import List, Optional, Union
 from .. import cache
 from ..cmi.correl import MSGTYPE_CMI_HEADER
 from ..containers import max_record_bytes
-from ..frozen import made
+from ..frozen import made_whole
 from ..messages import DETAILS_REREAD, Descriptor, Origin, PhysicalMessage, crc32, partial
 from ..payload.sas_dataset import (RECORD_DATASET, RECORD_OBSERVATIONS, RECORD_TYPE_SIZE, RECORD_VARIABLES,
                                    record_type_in)
@@ -96,13 +96,13 @@ class IndexEntries(IndexKeep):
 
     def plain(self, descriptor: Descriptor, payload: memoryview, origin: Origin) -> PhysicalMessage:
         keep = _kept_of(descriptor, payload)
-        fields = {"descriptor": descriptor, "origin": origin, "details": DETAILS_REREAD}
         if keep is None or len(payload) <= keep:
-            fields["payload"] = bytes(payload)
+            kept, full_key = payload.tobytes(), None
         else:
-            fields["payload"] = bytes(payload[:keep])
-            fields["full_key"] = (len(payload), crc32(payload))
-        return made(PhysicalMessage, fields)
+            kept, full_key = payload[:keep].tobytes(), (len(payload), crc32(payload))
+        return made_whole(PhysicalMessage, {"descriptor": descriptor, "payload": kept, "origin": origin,
+                                            "details": DETAILS_REREAD, "reread_hint": None, "problem": None,
+                                            "damage": None, "full_key": full_key})
 
 
 def entry(message: PhysicalMessage, transport: Transport) -> PhysicalMessage:

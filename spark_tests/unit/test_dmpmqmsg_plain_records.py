@@ -247,8 +247,14 @@ def test_the_c_reader_of_attribute_lines_reads_them_as_the_line_parser(monkeypat
             end = data.index(b"\nX ", start)
             records = np.array([[start, end, 0, 0]], dtype=np.int64)
             in_c = dmpmqmsg._plain_attribute_fields(data, records)[0]
+            entry_values = dmpmqmsg._plain_attribute_fields(data, records, dmpmqmsg._ENTRY_ROWS)[0]
+            assert (entry_values is None) == (in_c is None), name
             if in_c is not None:
                 assert in_c == dmpmqmsg._attribute_block(data[start:end], "d.dmp", 0, start), name
+                defaults = dmpmqmsg._MQMD_DEFAULTS
+                expected = tuple(in_c.get(field, defaults[field]) for field in dmpmqmsg._ENTRY_FIELDS)
+                assert entry_values == expected, name
+                assert [type(v) for v in entry_values] == [type(v) for v in expected], name
                 read_in_c += 1
             elif fast[1] is None:  # well-formed, yet left to the line parser: blanks around a value, + or _
                 value = line[6:]
@@ -275,3 +281,26 @@ def test_the_c_reader_of_attribute_lines_checks_its_table(table, problem):
     with pytest.raises(ValueError, match="records"):
         dmpmqmsg.native_module().attribute_fields(text, np.array([[0, 7, 0, 0]], np.int64), 2,
                                                   dmpmqmsg._ATTRIBUTE_TABLE)
+
+
+@pytest.mark.parametrize("wanted, error", [((0, 0), ValueError), ((-1,), ValueError), ((30,), ValueError),
+                                           ([0], TypeError), (("0",), TypeError), (tuple(range(31)), TypeError)])
+def test_the_c_reader_of_attribute_lines_checks_the_fields_wanted(wanted, error):
+    import numpy as np
+    with pytest.raises(error, match="wanted|integer"):
+        dmpmqmsg.native_module().attribute_fields(b"A MST 1\nX 41\n", np.array([[0, 7, 0, 0]], np.int64), 1,
+                                                  dmpmqmsg._ATTRIBUTE_TABLE, wanted)
+
+
+def test_the_c_reader_gives_the_fields_wanted_their_last_value_or_default():
+    """A later line of a field overrides an earlier one, a value-less line keeps it; a field without a
+    line has its default, the same object the table holds."""
+    import numpy as np
+    text = b"A MST 1\nA COI 0A\nA MST 2\nA MST\nA MSF 4\nX 41\n"
+    rows = tuple(i for i, row in enumerate(dmpmqmsg._ATTRIBUTE_TABLE) if row[1] in ("msg_type", "correl_id",
+                                                                                     "format", "msg_flags"))
+    records = np.array([[0, text.index(b"\nX "), 0, 0]], np.int64)
+    (found,) = dmpmqmsg.native_module().attribute_fields(text, records, 1, dmpmqmsg._ATTRIBUTE_TABLE, rows)
+    by_name = dict(zip((dmpmqmsg._ATTRIBUTE_TABLE[i][1] for i in rows), found))
+    assert by_name == {"msg_type": 2, "correl_id": b"\x0a" + bytes(23), "format": " " * 8, "msg_flags": 4}
+    assert by_name["format"] is next(row[4] for row in dmpmqmsg._ATTRIBUTE_TABLE if row[1] == "format")

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import random
+from unittest import mock
 
 import pytest
 
 from cmi_datasource.engine import index
 from cmi_datasource.transports import capture_format
 from cmi_datasource.transports.base import scan_recovering
+from cmi_datasource.transports.mq import dmpmqmsg
 from cmi_datasource.transports.mq.transport import DmpmqmsgFormat
 
 from conftest import dump_messages
@@ -21,9 +23,11 @@ DMPMQMSG = capture_format("dmpmqmsg")
 
 
 def reference(path: str):
-    """Every message made whole, then kept by ``index.entry`` (a plain function: no ``IndexKeep``)."""
+    """Every message made whole by the line parser (no C walker), then kept by ``index.entry`` (a
+    plain function: no ``IndexKeep``)."""
     transport = DMPMQMSG.transport
-    return list(scan_recovering(DMPMQMSG, path, keep=lambda message: index.entry(message, transport)))
+    with mock.patch.object(dmpmqmsg, "_plain_records_kernel", lambda: None):
+        return list(scan_recovering(DMPMQMSG, path, keep=lambda message: index.entry(message, transport)))
 
 
 @pytest.fixture
@@ -40,10 +44,13 @@ def plain_entries(monkeypatch):
 
 
 def same_entries(found, expected) -> None:
+    """Equal, of the same types, and each object's fields held as ``made`` holds them (in field order)."""
     assert found == expected
     for a, b in zip(found, expected):
         assert type(a.payload) is type(b.payload) and (a.details is b.details or a.details == b.details)
         assert [type(v) for v in a.origin] == [type(v) for v in b.origin]
+        assert type(a.descriptor) is type(b.descriptor) and type(a.full_key) is type(b.full_key)
+        assert list(vars(a)) == list(vars(b)) and list(vars(a.descriptor or b)) == list(vars(b.descriptor or b))
 
 
 @pytest.mark.parametrize("name", ["nightly_batch.dmp", "big_endian_273_819.dmp", "files.dmp", "mixed_types.dmp",
@@ -84,6 +91,31 @@ def test_damaged_and_odd_dumps(tmp_path, damage, plain_entries):
     same_entries(found, reference(str(path)))
     if damage in ("garbled hex", "cut"):
         assert any(m.damage is not None for m in found)
+
+
+@pytest.mark.parametrize("code, line, outcome", [
+    (b"A ENC", b"A ENC 2x3", "damaged"), (b"A BOC", b"A ZZZ 1", "damaged"), (b"A ENC", b"A ENC +546", "entry"),
+    (b"A MSF", b"A MSF 2", "whole"), (b"A FMT", b"A FMT MQXMIT", "whole")])
+@pytest.mark.parametrize("chunk", [4096, None])
+def test_attribute_lines_the_c_reader_leaves_amid_a_run(tmp_path, code, line, outcome, chunk, monkeypatch,
+                                                        plain_entries):
+    """A record amid a run of plain ones with an attribute line the C reader declines or that makes
+    its message no plain one: read by the line parser (a number with a sign, here a little-endian
+    message's ENC) into an entry, its error raised after the entries before it (a damaged
+    stretch), or the message made whole (a segment's MSF, an envelope's FMT)."""
+    text = open(dump_messages(tmp_path, plain() * 3), "rb").read()
+    at = text.index(b"\n" + code, len(text) // 2) + 1
+    text = text[:at] + line + text[text.index(b"\n", at):]
+    path = tmp_path / "odd.dmp"
+    path.write_bytes(text)
+    if chunk is not None:
+        monkeypatch.setattr(DmpmqmsgFormat, "_chunk_bytes", chunk)
+    found = index.scan(str(path), DMPMQMSG)
+    same_entries(found, reference(str(path)))
+    assert any(m.damage is not None for m in found) == (outcome == "damaged")
+    assert plain_entries
+    if outcome != "damaged":  # (a damaged chunk parsed on a thread is parsed again, its entries made twice)
+        assert (len(plain_entries) == len(found)) == (outcome == "entry")
 
 
 @pytest.mark.parametrize("chunk", [4096, 20000])

@@ -29,7 +29,7 @@ import numpy as np
 from ..base import Keep, parse_in_chunks
 from ...compiled import native_module
 from ...errors import Location, TruncatedError
-from ...frozen import made
+from ...frozen import made_whole
 from ...messages import Descriptor, Origin, PhysicalMessage
 from .envelope import is_envelope_format
 from .errors import DumpSyntaxError
@@ -308,16 +308,36 @@ def _plain_records_kernel() -> Optional[Callable[..., Tuple[int, int]]]:
     return getattr(native, "plain_records", None) if native is not None else None
 
 
-def _plain_attribute_fields(data: bytes, records: np.ndarray) -> List[Optional[Dict[str, object]]]:
+def _plain_attribute_fields(data: bytes, records: np.ndarray, wanted: Optional[Tuple[int, ...]] = None
+                            ) -> List[Any]:
     """The fields of each plain record's attribute block (``records``: rows from ``plain_records``)
     as ``_attribute_block`` gives them, read in C (``_native.attribute_fields``) from the codes of
     ``_ATTRIBUTE_TABLE``; None for a block with a line outside the well-formed case (a number
-    with blanks or a sign +, hex with blanks, an unknown code...), which the line parser reads."""
+    with blanks or a sign +, hex with blanks, an unknown code...), which the line parser reads.
+    ``wanted`` (rows of the table): the values of those fields alone, a tuple a block, each
+    field's default where the block gives it none."""
     native = native_module()
     reader = getattr(native, "attribute_fields", None) if native is not None else None
     if reader is None:
         return [None] * len(records)
-    return reader(data, records, len(records), _ATTRIBUTE_TABLE)
+    if wanted is None:
+        return reader(data, records, len(records), _ATTRIBUTE_TABLE)
+    return reader(data, records, len(records), _ATTRIBUTE_TABLE, wanted)
+
+
+# What a scan for a message index reads of a plain record in C (``_plain_attribute_fields``): the
+# fields of its descriptor, then those saying whether it is a plain message (``_is_plain``).
+_ENTRY_FIELDS = DESCRIPTOR_FIELDS + ("msg_flags", "format")
+_FLAGS_AT, _FORMAT_AT = _ENTRY_FIELDS.index("msg_flags"), _ENTRY_FIELDS.index("format")
+
+
+def _table_row(name: str) -> int:
+    """The row of _ATTRIBUTE_TABLE of the one attribute code of field ``name``."""
+    (row,) = [i for i, (_, field, *_) in enumerate(_ATTRIBUTE_TABLE) if field == name]
+    return row
+
+
+_ENTRY_ROWS = tuple(map(_table_row, _ENTRY_FIELDS))
 
 
 def _plain_messages(data: bytes, decoded: np.ndarray, records: np.ndarray, source: str, base_offset: int,
@@ -326,20 +346,26 @@ def _plain_messages(data: bytes, decoded: np.ndarray, records: np.ndarray, sourc
     block, end of the X run, end of the payload in ``decoded``), offsets in ``data``; the same
     messages, attribute lines parsed and errors raised the same, as the line parser makes. With
     ``plain_entry``, a message that is no segment and has no MQ headers to remove (nearly every
-    one) is given as the entry it makes of its descriptor, payload and origin instead."""
+    one) is given as the entry it makes of its descriptor, payload and origin instead, only the
+    fields of ``_ENTRY_FIELDS`` read of its attribute lines (no dict of 30 fields a message)."""
     payload_start = 0
-    parsed = _plain_attribute_fields(data, records)
+    parsed = _plain_attribute_fields(data, records, None if plain_entry is None else _ENTRY_ROWS)
     payloads = memoryview(decoded)
     for (start, attributes_end, run_end, payload_end), fields in zip(records.tolist(), parsed):
         offset = base_offset + start
-        if fields is None:  # a line the C reader leaves to the line parser, which raises its error
-            fields = _attribute_block(data[start:attributes_end], source, index, offset)
-        if plain_entry is not None and _is_plain(fields):
-            yield plain_entry(_descriptor_of(fields), payloads[payload_start:payload_end],
-                              Origin(source, index, offset, base_offset + run_end))
+        if plain_entry is not None and fields is not None and _is_plain(fields[_FLAGS_AT], fields[_FORMAT_AT]):
+            yield plain_entry(made_whole(Descriptor, dict(zip(DESCRIPTOR_FIELDS, fields))),
+                              payloads[payload_start:payload_end], Origin(source, index, offset, base_offset + run_end))
         else:
-            payload = decoded[payload_start:payload_end].tobytes()
-            yield mq_message(mqmd_of_fields(fields), payload, source, index, offset, base_offset + run_end)
+            if fields is None or plain_entry is not None:  # read by the line parser, which raises its error
+                fields = _attribute_block(data[start:attributes_end], source, index, offset)
+            if plain_entry is not None and _is_plain(fields.get("msg_flags", _MQMD_DEFAULTS["msg_flags"]),
+                                                     fields.get("format", _MQMD_DEFAULTS["format"])):
+                yield plain_entry(_descriptor_of(fields), payloads[payload_start:payload_end],
+                                  Origin(source, index, offset, base_offset + run_end))
+            else:
+                payload = decoded[payload_start:payload_end].tobytes()
+                yield mq_message(mqmd_of_fields(fields), payload, source, index, offset, base_offset + run_end)
         payload_start = payload_end
         index += 1
 
@@ -349,16 +375,21 @@ PlainEntry = Callable[[Descriptor, memoryview, Origin], PhysicalMessage]
 _MQMD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(MQMD)}
 
 
-def _is_plain(fields: Dict[str, object]) -> bool:
-    """Whether the message whose MQMD has these fields is no segment and starts with no MQ header
-    (``segments.is_segment``, ``envelope.has_envelope``): its MQMD describes its data as captured."""
-    flags = fields.get("msg_flags", _MQMD_DEFAULTS["msg_flags"])
-    return not (flags & SEGMENT_FLAGS) and not is_envelope_format(fields.get("format", _MQMD_DEFAULTS["format"]))
+@functools.lru_cache(maxsize=64)
+def _is_envelope_format(format_name: str) -> bool:
+    """``is_envelope_format``, asked once per format: a dump's messages share a few."""
+    return is_envelope_format(format_name)
+
+
+def _is_plain(msg_flags: int, format_name: str) -> bool:
+    """Whether the message whose MQMD has these MsgFlags and Format is no segment and starts with no MQ
+    header (``segments.is_segment``, ``envelope.has_envelope``): its MQMD describes its data as captured."""
+    return not (msg_flags & SEGMENT_FLAGS) and not _is_envelope_format(format_name)
 
 
 def _descriptor_of(fields: Dict[str, object]) -> Descriptor:
     """``neutral_descriptor(mqmd_of_fields(fields))`` without the MQMD."""
-    return made(Descriptor, {name: fields.get(name, _MQMD_DEFAULTS[name]) for name in DESCRIPTOR_FIELDS})
+    return made_whole(Descriptor, {name: fields.get(name, _MQMD_DEFAULTS[name]) for name in DESCRIPTOR_FIELDS})
 
 
 # Empty, blank and comment lines, all at once (a message's "* Index n" and the empty line before
