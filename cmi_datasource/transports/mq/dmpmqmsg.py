@@ -352,20 +352,23 @@ def _plain_messages(data: bytes, decoded: np.ndarray, records: np.ndarray, sourc
     parsed = _plain_attribute_fields(data, records, None if plain_entry is None else _ENTRY_ROWS)
     payloads = memoryview(decoded)
     for (start, attributes_end, run_end, payload_end), fields in zip(records.tolist(), parsed):
-        offset = base_offset + start
+        offset, end = base_offset + start, base_offset + run_end
+        descriptor: Optional[Descriptor] = None  # set: the message is given as its index entry
         if plain_entry is not None and fields is not None and _is_plain(fields[_FLAGS_AT], fields[_FORMAT_AT]):
-            yield plain_entry(made_whole(Descriptor, dict(zip(DESCRIPTOR_FIELDS, fields))),
-                              payloads[payload_start:payload_end], Origin(source, index, offset, base_offset + run_end))
+            descriptor = made_whole(Descriptor, dict(zip(DESCRIPTOR_FIELDS, fields)))
         else:
-            if fields is None or plain_entry is not None:  # read by the line parser, which raises its error
+            # The line parser reads what C declined (and raises its error), and the whole block of a
+            # message that is no plain one: C gave the entry's fields alone, too few for an MQMD.
+            if fields is None or plain_entry is not None:
                 fields = _attribute_block(data[start:attributes_end], source, index, offset)
             if plain_entry is not None and _is_plain(fields.get("msg_flags", _MQMD_DEFAULTS["msg_flags"]),
                                                      fields.get("format", _MQMD_DEFAULTS["format"])):
-                yield plain_entry(_descriptor_of(fields), payloads[payload_start:payload_end],
-                                  Origin(source, index, offset, base_offset + run_end))
-            else:
-                payload = decoded[payload_start:payload_end].tobytes()
-                yield mq_message(mqmd_of_fields(fields), payload, source, index, offset, base_offset + run_end)
+                descriptor = _descriptor_of(fields)
+        if plain_entry is not None and descriptor is not None:
+            yield plain_entry(descriptor, payloads[payload_start:payload_end], Origin(source, index, offset, end))
+        else:
+            payload = decoded[payload_start:payload_end].tobytes()
+            yield mq_message(mqmd_of_fields(fields), payload, source, index, offset, end)
         payload_start = payload_end
         index += 1
 
